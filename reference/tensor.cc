@@ -1,0 +1,67 @@
+// Tensor construction, shape arithmetic and exact element access.
+#include "reference/tensor.h"
+
+#include <limits>
+#include <sstream>
+
+#include "reference/codecs.h"
+
+namespace mmtune {
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream os;
+  os << "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+int64_t shape_numel(const Shape& shape, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) invalid(what, "shape ", shape_str(shape), " has a negative dimension");
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) {
+      invalid(what, "shape ", shape_str(shape), " has more than 2^63 elements");
+    }
+    n *= d;
+  }
+  return n;
+}
+
+Tensor::Tensor(DType t, Shape s) : dtype(t), shape(std::move(s)) {
+  bytes.assign(static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype), 0);
+}
+
+int64_t int_at(const Tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::kInt8: return t.data<int8_t>()[i];
+    case DType::kUInt8: return t.data<uint8_t>()[i];
+    case DType::kInt16: return t.data<int16_t>()[i];
+    case DType::kUInt16: return t.data<uint16_t>()[i];
+    case DType::kInt32: return t.data<int32_t>()[i];
+    case DType::kUInt32: return t.data<uint32_t>()[i];
+    case DType::kInt64: return t.data<int64_t>()[i];
+    case DType::kUInt64: return static_cast<int64_t>(t.data<uint64_t>()[i]);
+    default: break;
+  }
+  MMTUNE_CHECK(false, "int_at on " << dtype_name(t.dtype));
+}
+
+double float_at(const Tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::kFloat16: return float16_to_float(t.data<uint16_t>()[i]);
+    case DType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
+    case DType::kFloat32: return t.data<float>()[i];
+    case DType::kFloat64: return t.data<double>()[i];
+    default:
+      if (is_float8(t.dtype)) return float8_to_float(t.dtype, t.data<uint8_t>()[i]);
+      break;
+  }
+  MMTUNE_CHECK(false, "float_at on " << dtype_name(t.dtype));
+}
+
+std::string describe(const Tensor& t) {
+  return std::string(dtype_name(t.dtype)) + " " + shape_str(t.shape);
+}
+
+}  // namespace mmtune

@@ -1,0 +1,66 @@
+// A dense, row-major tensor that owns its bytes: what the reference, the CLI and the tests pass around.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "reference/dtype.h"
+#include "reference/error.h"
+
+namespace mmtune {
+
+using Shape = std::vector<int64_t>;
+
+// "[2,3,4]"; "[]" for a scalar.
+std::string shape_str(const Shape& shape);
+// Product of the dims (1 for a scalar); InvalidArgument naming `what` on a negative dim or overflow.
+int64_t shape_numel(const Shape& shape, const std::string& what = "tensor");
+
+struct Tensor {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  // numel() * dtype_size(dtype) bytes, little-endian (the host order on every supported target).
+  // float16, bfloat16 and float8 values are stored as their bit patterns.
+  std::vector<uint8_t> bytes;
+
+  Tensor() = default;
+  Tensor(DType t, Shape s);  // zero-filled
+
+  int64_t numel() const { return shape_numel(shape); }
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+
+  template <class T>
+  T* data() {
+    MMTUNE_CHECK(sizeof(T) == dtype_size(dtype),
+                 "element size " << sizeof(T) << " for " << dtype_name(dtype));
+    return reinterpret_cast<T*>(bytes.data());
+  }
+  template <class T>
+  const T* data() const {
+    MMTUNE_CHECK(sizeof(T) == dtype_size(dtype),
+                 "element size " << sizeof(T) << " for " << dtype_name(dtype));
+    return reinterpret_cast<const T*>(bytes.data());
+  }
+
+  // Builds a tensor from values of the storage type (bit patterns for 16-bit floats and float8).
+  template <class T>
+  static Tensor from(DType t, Shape s, const std::vector<T>& values) {
+    Tensor r(t, std::move(s));
+    MMTUNE_CHECK(static_cast<int64_t>(values.size()) == r.numel(),
+                 values.size() << " values for shape " << shape_str(r.shape));
+    if (!values.empty()) std::memcpy(r.bytes.data(), values.data(), r.bytes.size());
+    return r;
+  }
+};
+
+// Element i of an 8-bit integer, 16/32/64-bit integer or float32/float64 tensor, widened exactly.
+// (float16/bfloat16/float8 are decoded by the codecs, see reference/codecs.h.)
+int64_t int_at(const Tensor& t, int64_t i);
+double float_at(const Tensor& t, int64_t i);  // any float type, decoded exactly
+
+// "uint8 [2,4]"
+std::string describe(const Tensor& t);
+
+}  // namespace mmtune
