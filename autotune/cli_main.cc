@@ -1,2 +1,35 @@
-// (being written)
-int main() { return 0; }
+// `mmtune`: entry point; dispatches to the subcommands and maps errors to exit codes.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "autotune/cli.h"
+#include "reference/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mmtune: generates, tunes and verifies matrix-multiplication kernels"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "mmtune 0.1.0");
+  std::function<int()> actions[] = {mmtune::cli::add_run_command(app),
+                                    mmtune::cli::add_ops_command(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : mmtune::cli::kExitUsage;
+  }
+  try {
+    for (CLI::App* sub : app.get_subcommands()) {
+      const std::string name = sub->get_name();
+      if (name == "run") return actions[0]();
+      if (name == "ops") return actions[1]();
+    }
+  } catch (const mmtune::InvalidArgument& e) {
+    std::cerr << "mmtune: error: " << e.what() << "\n";
+    return mmtune::cli::kExitInvalidInput;
+  } catch (const std::exception& e) {
+    std::cerr << "mmtune: " << e.what() << "\n";
+    return mmtune::cli::kExitInternal;
+  }
+  return mmtune::cli::kExitUsage;
+}

@@ -1,1 +1,202 @@
-// (being written)
+// `mmtune run` evaluates one operator on .npy files; `mmtune ops` lists the operators.
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "autotune/cli.h"
+#include "autotune/npy.h"
+#include "reference/registry.h"
+
+namespace mmtune::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunOptions {
+  std::string op;
+  std::string impl = "reference";
+  std::vector<std::string> inputs;
+  std::string input_dir;
+  std::vector<std::string> attrs;
+  std::string output;
+  bool print = false;
+};
+
+// "NAME=PATH[:dtype]" -> (NAME, PATH, dtype). The dtype suffix is recognised only when it names a
+// dtype, so paths containing ':' still work.
+void parse_input(const std::string& spec, std::string& name, std::string& path,
+                 std::optional<DType>& as) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    invalid("mmtune run", "--input ", spec, " is not NAME=FILE.npy[:dtype]");
+  }
+  name = spec.substr(0, eq);
+  path = spec.substr(eq + 1);
+  as.reset();
+  const auto colon = path.rfind(':');
+  if (colon != std::string::npos) {
+    const std::string suffix = path.substr(colon + 1);
+    if (auto t = dtype_from_name(suffix)) {
+      as = t;
+      path = path.substr(0, colon);
+    } else if (suffix.find('/') == std::string::npos && !fs::exists(path)) {
+      invalid("mmtune run", "--input ", spec, ": '", suffix, "' is not a dtype (known: ",
+              all_dtype_names(), ")");
+    }
+  }
+}
+
+NamedTensors load_inputs(const RunOptions& o) {
+  NamedTensors inputs;
+  auto add = [&](const std::string& name, const std::string& path, std::optional<DType> as) {
+    if (inputs.count(name)) invalid("mmtune run", "input ", name, " is given twice");
+    inputs.emplace(name, read_npy(path, as));
+  };
+  if (!o.input_dir.empty()) {
+    // DIR/NAME.npy is input NAME; DIR/NAME.DTYPE.npy is input NAME read as DTYPE.
+    if (!fs::is_directory(o.input_dir)) {
+      invalid("mmtune run", "--input-dir ", o.input_dir, " is not a folder");
+    }
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(o.input_dir)) {
+      if (e.path().extension() == ".npy") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& p : files) {
+      std::string stem = p.stem().string();
+      std::optional<DType> as;
+      const auto dot = stem.rfind('.');
+      if (dot != std::string::npos) {
+        as = dtype_from_name(stem.substr(dot + 1));
+        if (!as) {
+          invalid("mmtune run", p.string(), ": '", stem.substr(dot + 1),
+                  "' is not a dtype; name files NAME.npy or NAME.DTYPE.npy");
+        }
+        stem = stem.substr(0, dot);
+      }
+      add(stem, p.string(), as);
+    }
+  }
+  for (const std::string& spec : o.inputs) {
+    std::string name, path;
+    std::optional<DType> as;
+    parse_input(spec, name, path, as);
+    add(name, path, as);
+  }
+  return inputs;
+}
+
+Attributes parse_attrs(const std::vector<std::string>& specs) {
+  Attributes attrs;
+  for (const std::string& s : specs) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) invalid("mmtune run", "--attr ", s, " is not KEY=VALUE");
+    if (!attrs.emplace(s.substr(0, eq), s.substr(eq + 1)).second) {
+      invalid("mmtune run", "attribute ", s.substr(0, eq), " is given twice");
+    }
+  }
+  return attrs;
+}
+
+// Values as numpy prints them, nested by dimension.
+void print_values(std::ostream& os, const Tensor& t) {
+  const int64_t n = t.numel();
+  auto value = [&](int64_t i) {
+    std::ostringstream v;
+    v.precision(9);
+    if (is_integer(t.dtype)) {
+      if (t.dtype == DType::kUInt64) {
+        v << t.data<uint64_t>()[i];
+      } else {
+        v << int_at(t, i);
+      }
+    } else {
+      v << float_at(t, i);
+    }
+    return v.str();
+  };
+  if (t.rank() == 0) {
+    os << value(0) << "\n";
+    return;
+  }
+  std::vector<int64_t> inner(t.shape.size(), 1);
+  for (std::size_t d = t.shape.size() - 1; d-- > 0;) inner[d] = inner[d + 1] * t.shape[d + 1];
+  for (int64_t i = 0; i < n; ++i) {
+    for (std::size_t d = 0; d < t.shape.size(); ++d) {
+      if (i % (inner[d] * t.shape[d]) == 0) os << "[";
+    }
+    os << value(i);
+    int closed = 0;
+    for (std::size_t d = t.shape.size(); d-- > 0;) {
+      if ((i + 1) % (inner[d] * t.shape[d]) == 0) {
+        os << "]";
+        ++closed;
+      }
+    }
+    if (i + 1 < n) os << (closed ? ",\n" : ", ");
+  }
+  if (n == 0) os << std::string(t.shape.size(), '[') << std::string(t.shape.size(), ']');
+  os << "\n";
+}
+
+int run(const RunOptions& o) {
+  const OpSpec& op = find_operator(o.op);
+  if (o.impl != "reference") {
+    invalid("mmtune run", "--impl ", o.impl,
+            " is not available in this build; implementations: reference");
+  }
+  // Refuse before computing anything when the result could not be written.
+  const fs::path out_dir = fs::path(o.output).parent_path();
+  if (!out_dir.empty() && !fs::is_directory(out_dir)) {
+    invalid("mmtune run", "--output ", o.output, ": folder ", out_dir.string(), " does not exist");
+  }
+  if (fs::is_directory(o.output)) invalid("mmtune run", "--output ", o.output, " is a folder");
+  const NamedTensors inputs = load_inputs(o);
+  const Attributes attrs = parse_attrs(o.attrs);
+  const Tensor y = run_reference(op.name, inputs, attrs);
+  write_npy(o.output, y);
+  std::cout << op.name << " (" << o.impl << "): wrote " << o.output << ": " << describe(y);
+  if (!is_integer(y.dtype) && y.dtype != DType::kFloat32 && y.dtype != DType::kFloat64 &&
+      y.dtype != DType::kFloat16) {
+    std::cout << " (stored as " << npy_descr(y.dtype) << " bit patterns)";
+  }
+  std::cout << "\n";
+  if (o.print) print_values(std::cout, y);
+  return kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Evaluate one operator on NumPy .npy inputs");
+  cmd->add_option("--op", o->op, "Operator: QLinearMatMul, Gemm, QGemm, QuantMatmulDequant")->required();
+  cmd->add_option("--impl", o->impl, "Implementation: reference")->capture_default_str();
+  cmd->add_option("--input", o->inputs,
+                  "NAME=FILE.npy[:dtype] (dtype reinterprets stored bits, e.g. a=a.npy:float8e4m3fn)");
+  cmd->add_option("--input-dir", o->input_dir, "Folder of NAME.npy / NAME.DTYPE.npy inputs");
+  cmd->add_option("--attr", o->attrs, "Attribute KEY=VALUE (see `mmtune ops`)");
+  cmd->add_option("--output", o->output, "Output .npy file (written atomically)")->required();
+  cmd->add_flag("--print", o->print, "Print the output values");
+  return [o] { return run(*o); };
+}
+
+std::function<int()> add_ops_command(CLI::App& app) {
+  app.add_subcommand("ops", "List the operators with their inputs and attributes");
+  return [] {
+    for (const OpSpec& s : operator_specs()) {
+      std::cout << s.name << " (alias " << s.alias << ")\n  inputs:";
+      for (const InputSpec& i : s.inputs) std::cout << " " << i.name << (i.optional ? "?" : "");
+      std::cout << "\n";
+      for (const AttrSpec& a : s.attrs) {
+        std::cout << "  --attr " << a.name << "=" << a.default_value << "  " << a.doc << "\n";
+      }
+    }
+    return kExitOk;
+  };
+}
+
+}  // namespace mmtune::cli

@@ -1,1 +1,189 @@
-// (being written)
+// ONNX Gemm-13 reference: sequential K sums in the accumulation type, then the alpha/beta epilogue.
+#include "reference/gemm.h"
+
+#include <cmath>
+#include <limits>
+
+#include "reference/broadcast.h"
+#include "reference/codecs.h"
+#include "reference/rounding.h"
+#include "reference/validate.h"
+
+namespace mmtune {
+namespace {
+
+constexpr const char* kOp = "Gemm";
+
+// Element (i, k) of op(A) and (k, j) of op(B), as flat indices into the stored tensors.
+struct Operands {
+  int64_t m, k, n;
+  bool ta, tb;
+  int64_t a(int64_t i, int64_t kk) const { return ta ? kk * m + i : i * k + kk; }
+  int64_t b(int64_t kk, int64_t j) const { return tb ? j * k + kk : kk * n + j; }
+};
+
+// Float K sum of row i / column j under the contract, in accumulation type Acc (float or double),
+// from an exact +0, k ascending.
+template <class Acc>
+Acc float_dot(const Tensor& a, const Tensor& b, const Operands& o, int64_t i, int64_t j,
+              FloatContract contract) {
+  Acc acc = 0;
+  for (int64_t k = 0; k < o.k; ++k) {
+    const Acc x = static_cast<Acc>(float_at(a, o.a(i, k)));  // exact: narrow floats widen exactly
+    const Acc w = static_cast<Acc>(float_at(b, o.b(k, j)));
+    if (contract == FloatContract::kFma) {
+      acc = std::fma(x, w, acc);
+    } else {
+      const Acc p = x * w;  // one rounding (the build forbids contraction)
+      acc = acc + p;        // one rounding
+    }
+  }
+  return acc;
+}
+
+// Stores a float32 epilogue result into a float16 / bfloat16 / float32 output (one rounding).
+void store_narrow(Tensor& y, int64_t i, float v) {
+  switch (y.dtype) {
+    case DType::kFloat16: y.data<uint16_t>()[i] = float_to_float16(v); break;
+    case DType::kBFloat16: y.data<uint16_t>()[i] = float_to_bfloat16(v); break;
+    case DType::kFloat32: y.data<float>()[i] = v; break;
+    default: MMTUNE_CHECK(false, dtype_name(y.dtype));
+  }
+}
+
+// Rounds a float32 accumulator to T (float16/bfloat16) and back, exactly as storing it would.
+float round_to(DType t, float v) {
+  switch (t) {
+    case DType::kFloat16: return float16_to_float(float_to_float16(v));
+    case DType::kBFloat16: return bfloat16_to_float(float_to_bfloat16(v));
+    default: return v;
+  }
+}
+
+// Integer types: wrap-around sum, then the exact or float64 epilogue of SEMANTICS.md §8.4.
+template <class T>
+void integer_gemm(const GemmArgs& args, const Operands& o, const std::vector<int64_t>& sc, Tensor& y) {
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  const T* a = args.a->data<T>();
+  const T* b = args.b->data<T>();
+  const T* c = args.c ? args.c->data<T>() : nullptr;
+  const bool use_c = c != nullptr && args.beta != 0.0f;
+  const bool exact = args.alpha == 1.0f && (!use_c || args.beta == 1.0f);
+  T* out = y.data<T>();
+  for (int64_t i = 0; i < o.m; ++i) {
+    for (int64_t j = 0; j < o.n; ++j) {
+      U acc = 0;  // unsigned: wraps mod 2^32 / 2^64 by definition
+      for (int64_t k = 0; k < o.k; ++k) {
+        acc += static_cast<U>(static_cast<U>(a[o.a(i, k)]) * static_cast<U>(b[o.b(k, j)]));
+      }
+      const T cij = use_c ? c[i * sc[0] + j * sc[1]] : T(0);
+      if (exact) {
+        out[i * o.n + j] = static_cast<T>(acc + static_cast<U>(cij));
+        continue;
+      }
+      // Reference evaluator: o = fl64(fl64(acc) * alpha); o = fl64(o + fl64(fl64(c) * beta));
+      // then a C cast, made defined here: truncate toward zero, saturate to T, NaN -> 0.
+      double t = static_cast<double>(static_cast<T>(acc)) * static_cast<double>(args.alpha);
+      if (use_c) t = t + static_cast<double>(cij) * static_cast<double>(args.beta);
+      t = std::trunc(t);
+      T v;
+      if (std::isnan(t)) {
+        v = 0;
+      } else if (t <= static_cast<double>(std::numeric_limits<T>::min())) {
+        v = std::numeric_limits<T>::min();
+      } else if (t >= std::ldexp(1.0, std::numeric_limits<T>::digits)) {  // 2^31, 2^32, 2^63, 2^64
+        v = std::numeric_limits<T>::max();
+      } else {
+        v = static_cast<T>(t);
+      }
+      out[i * o.n + j] = v;
+    }
+  }
+}
+
+}  // namespace
+
+const char* to_string(FloatContract c) { return c == FloatContract::kStrict ? "strict" : "fma"; }
+
+std::optional<FloatContract> float_contract_from_string(std::string_view s) {
+  if (s == "strict") return FloatContract::kStrict;
+  if (s == "fma") return FloatContract::kFma;
+  return std::nullopt;
+}
+
+GemmPlan validate_gemm(const GemmArgs& args) {
+  const Tensor& a = require_present(kOp, "A", args.a);
+  const Tensor& b = require_present(kOp, "B", args.b);
+  require_dtype(kOp, "A", a,
+                {DType::kFloat16, DType::kFloat32, DType::kFloat64, DType::kUInt32, DType::kUInt64,
+                 DType::kInt32, DType::kInt64, DType::kBFloat16});
+  require_same_dtype(kOp, "B", b, "A", a);
+  require_rank(kOp, "A", a, 2);
+  require_rank(kOp, "B", b, 2);
+  GemmPlan p;
+  p.m = args.trans_a ? a.shape[1] : a.shape[0];
+  p.k = args.trans_a ? a.shape[0] : a.shape[1];
+  const int64_t kb = args.trans_b ? b.shape[1] : b.shape[0];
+  p.n = args.trans_b ? b.shape[0] : b.shape[1];
+  if (p.k != kb) {
+    invalid(kOp, "A has shape ", shape_str(a.shape), args.trans_a ? " (transA=1)" : "",
+            " and B has shape ", shape_str(b.shape), args.trans_b ? " (transB=1)" : "",
+            ": the inner dimensions differ (K=", p.k, " for A, ", kb, " for B)");
+  }
+  if (args.c != nullptr) {
+    const Tensor& c = require_present(kOp, "C", args.c);
+    require_same_dtype(kOp, "C", c, "A", a);
+    if (!broadcasts_to(c.shape, {p.m, p.n})) {
+      invalid(kOp, "C has shape ", shape_str(c.shape), "; it must broadcast unidirectionally to (M, N) = ",
+              shape_str({p.m, p.n}), ": (), (1), (N), (1, N), (M, 1) or (M, N)");
+    }
+  }
+  shape_numel({p.m, p.n}, std::string(kOp) + ": Y");
+  return p;
+}
+
+Tensor gemm(const GemmArgs& args) {
+  const GemmPlan p = validate_gemm(args);
+  const Tensor &a = *args.a, &b = *args.b;
+  Tensor y(a.dtype, {p.m, p.n});
+  const Operands o{p.m, p.k, p.n, args.trans_a, args.trans_b};
+  // Strides of C viewed as (M, N).
+  const std::vector<int64_t> sc =
+      args.c ? broadcast_strides(args.c->shape, {p.m, p.n}) : std::vector<int64_t>{0, 0};
+  // beta == 0 ignores C entirely (so its NaN/Inf do not propagate), as the reference evaluator does.
+  const bool use_c = args.c != nullptr && args.beta != 0.0f;
+
+  switch (a.dtype) {
+    case DType::kInt32: integer_gemm<int32_t>(args, o, sc, y); return y;
+    case DType::kUInt32: integer_gemm<uint32_t>(args, o, sc, y); return y;
+    case DType::kInt64: integer_gemm<int64_t>(args, o, sc, y); return y;
+    case DType::kUInt64: integer_gemm<uint64_t>(args, o, sc, y); return y;
+    default: break;
+  }
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      const int64_t out = i * p.n + j;
+      if (a.dtype == DType::kFloat64) {
+        // float64: sum and epilogue in float64; alpha, beta are float32 values widened exactly.
+        const double d = float_dot<double>(a, b, o, i, j, args.contract);
+        double v = d * static_cast<double>(args.alpha);
+        if (use_c) v = v + float_at(*args.c, i * sc[0] + j * sc[1]) * static_cast<double>(args.beta);
+        y.data<double>()[out] = v;
+      } else {
+        // float16 / bfloat16 / float32: float32 sum (products of narrow floats are exact in
+        // float32, so both contracts agree for them); d rounded to T; epilogue in float32; one
+        // final rounding to T.
+        const float d = round_to(a.dtype, float_dot<float>(a, b, o, i, j, args.contract));
+        float v = d * args.alpha;
+        if (use_c) {
+          const float cb = static_cast<float>(float_at(*args.c, i * sc[0] + j * sc[1])) * args.beta;
+          v = v + cb;
+        }
+        store_narrow(y, out, v);
+      }
+    }
+  }
+  return y;
+}
+
+}  // namespace mmtune

@@ -1,0 +1,23 @@
+// The `mmtune` command line: subcommands register on a CLI11 app and run after parsing.
+#pragma once
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace mmtune::cli {
+
+// Each returns the action to run once the command line has been parsed; the action returns the
+// process exit code.
+std::function<int()> add_run_command(CLI::App& app);
+std::function<int()> add_ops_command(CLI::App& app);
+
+// Exit codes shared by every subcommand.
+constexpr int kExitOk = 0;
+constexpr int kExitInvalidInput = 1;  // a user mistake: bad file, dtype, shape, attribute...
+constexpr int kExitUsage = 2;         // malformed command line
+constexpr int kExitInternal = 3;      // a bug in mmtune
+
+}  // namespace mmtune::cli

@@ -1,0 +1,76 @@
+// Input checks shared by every operator and entry point.
+#include "reference/validate.h"
+
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+namespace mmtune {
+
+std::string dtype_list(std::initializer_list<DType> types) {
+  std::vector<DType> v(types);
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) s += i + 1 == v.size() ? " or " : ", ";
+    s += dtype_name(v[i]);
+  }
+  return s;
+}
+
+const Tensor& require_present(const std::string& op, const std::string& name, const Tensor* t) {
+  if (t == nullptr) invalid(op, "input ", name, " is required but missing");
+  require_consistent(op, name, *t);
+  return *t;
+}
+
+void require_consistent(const std::string& op, const std::string& name, const Tensor& t) {
+  const int64_t n = shape_numel(t.shape, op + ": " + name);
+  if (t.bytes.size() != static_cast<std::size_t>(n) * dtype_size(t.dtype)) {
+    invalid(op, name, " (", describe(t), ") holds ", t.bytes.size(), " bytes but its shape needs ",
+            n * static_cast<int64_t>(dtype_size(t.dtype)));
+  }
+}
+
+void require_dtype(const std::string& op, const std::string& name, const Tensor& t,
+                   std::initializer_list<DType> allowed) {
+  for (DType d : allowed) {
+    if (t.dtype == d) return;
+  }
+  invalid(op, name, " has dtype ", dtype_name(t.dtype), "; it must be ", dtype_list(allowed));
+}
+
+void require_same_dtype(const std::string& op, const std::string& name, const Tensor& t,
+                        const std::string& ref_name, const Tensor& ref) {
+  if (t.dtype != ref.dtype) {
+    invalid(op, name, " has dtype ", dtype_name(t.dtype), " but ", ref_name, " has dtype ",
+            dtype_name(ref.dtype), "; they must be the same");
+  }
+}
+
+void require_rank(const std::string& op, const std::string& name, const Tensor& t, int64_t rank) {
+  if (t.rank() != rank) {
+    invalid(op, name, " has shape ", shape_str(t.shape), " (rank ", t.rank(), "); it must have rank ",
+            rank);
+  }
+}
+
+void require_single_value(const std::string& op, const std::string& name, const Tensor& t) {
+  if (!(t.rank() == 0 || (t.rank() == 1 && t.shape[0] == 1))) {
+    invalid(op, name, " has shape ", shape_str(t.shape), "; it must be a scalar or have shape [1]");
+  }
+}
+
+void require_positive_finite(const std::string& op, const std::string& name, const Tensor& t) {
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = float_at(t, i);
+    if (!std::isfinite(v) || !(v > 0)) {
+      std::ostringstream os;
+      os << name;
+      if (t.rank() > 0) os << "[flat index " << i << "]";
+      invalid(op, os.str(), " = ", v, " (", dtype_name(t.dtype), "); scales must be finite and > 0");
+    }
+  }
+}
+
+}  // namespace mmtune
