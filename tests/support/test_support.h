@@ -16,3 +16,21 @@ std::string source_dir();
 std::vector<uint8_t> read_file_bytes(const std::string& path);
 
 }  // namespace mmtune::testing
+
+#include <gtest/gtest.h>
+
+#include "reference/tensor.h"
+
+namespace mmtune::testing {
+
+// Bit-for-bit equality of dtype, shape and every element (float NaNs must match bit patterns too).
+// On failure: the first differing flat and multi-index, both values, the number of mismatches,
+// and `context` (case name, seed, params...).
+::testing::AssertionResult bit_equal(const Tensor& expected, const Tensor& actual,
+                                     const std::string& context = "");
+// Same dtype and shape; |actual - expected| <= atol + rtol * |expected| element-wise (decoded to
+// double; NaN must match NaN). Reports the worst element.
+::testing::AssertionResult all_close(const Tensor& expected, const Tensor& actual, double rtol,
+                                     double atol, const std::string& context = "");
+
+}  // namespace mmtune::testing
