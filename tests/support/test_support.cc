@@ -10,8 +10,11 @@
 namespace mmtune::testing {
 namespace {
 
+// The environment (set by ctest) wins; running a test binary by hand falls back to the build's paths.
 std::string env(const char* name) {
   const char* v = std::getenv(name);
+  if ((v == nullptr || *v == '\0') && std::string(name) == "MMTUNE_SOURCE_DIR") v = MMTUNE_SOURCE_DIR_DEFAULT;
+  if ((v == nullptr || *v == '\0') && std::string(name) == "MMTUNE_VECTORS_DIR") v = MMTUNE_VECTORS_DIR_DEFAULT;
   if (v == nullptr || *v == '\0') {
     throw std::runtime_error(std::string("environment variable ") + name +
                              " is not set: run the tests through ctest");
