@@ -14,7 +14,9 @@ namespace mmtune {
 // integer of the same width (bfloat16 as uint16, float8 as uint8 bit patterns), or `as` equals the
 // stored dtype. Any problem (missing/unreadable file, bad magic, truncated data, unsupported dtype,
 // object arrays, shape/size mismatch, disallowed reinterpretation) throws InvalidArgument whose
-// message starts with the path and names the rule.
+// message starts with the path and names the rule. The file must hold exactly the declared data:
+// missing bytes (truncation) and extra trailing bytes are both rejected. bool, complex, string,
+// datetime, void (np.save's spelling of ml_dtypes arrays) and structured dtypes are rejected.
 Tensor read_npy(const std::string& path, std::optional<DType> as = std::nullopt);
 
 // Writes `t` as a format 1.0 .npy file (format 2.0 when the header needs it). bfloat16 and float8
