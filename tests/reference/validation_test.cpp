@@ -251,6 +251,8 @@ std::vector<Case> cases() {
   };
 }
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 class Validation : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Validation, RejectsWithASentenceNamingInputValueAndRule) {
