@@ -5,10 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "reference/gemm.h"
-#include "reference/qgemm.h"
-#include "reference/qlinear_matmul.h"
-#include "reference/quant_matmul_dequant.h"
 
 namespace mmtune {
 namespace {
@@ -128,52 +124,64 @@ void check_names(const OpSpec& op, const NamedTensors& inputs, const Attributes&
   }
 }
 
-Tensor run_reference(std::string_view op_name, const NamedTensors& in, const Attributes& attrs) {
-  const OpSpec& op = find_operator(op_name);
+namespace {
+const OpSpec& checked(const char* name, const NamedTensors& in, const Attributes& attrs) {
+  const OpSpec& op = find_operator(name);
   check_names(op, in, attrs);
-  if (op.name == "QLinearMatMul") {
-    QLinearMatMulArgs a;
-    a.a = get(in, "a");
-    a.a_scale = get(in, "a_scale");
-    a.a_zero_point = get(in, "a_zero_point");
-    a.b = get(in, "b");
-    a.b_scale = get(in, "b_scale");
-    a.b_zero_point = get(in, "b_zero_point");
-    a.y_scale = get(in, "y_scale");
-    a.y_zero_point = get(in, "y_zero_point");
-    a.opset = static_cast<int>(attr_int(op, attrs, "opset"));
-    a.requant = attr_enum<RequantMode>(op, attrs, "requant", requant_mode_from_string, "float32, float64");
-    return qlinear_matmul(a);
-  }
-  if (op.name == "Gemm") {
-    GemmArgs a;
-    a.a = get(in, "A");
-    a.b = get(in, "B");
-    a.c = get(in, "C");
-    a.alpha = attr_float(op, attrs, "alpha");
-    a.beta = attr_float(op, attrs, "beta");
-    a.trans_a = attr_int(op, attrs, "transA") != 0;
-    a.trans_b = attr_int(op, attrs, "transB") != 0;
-    a.contract = attr_enum<FloatContract>(op, attrs, "contract", float_contract_from_string, "strict, fma");
-    return gemm(a);
-  }
-  if (op.name == "QGemm") {
-    QGemmArgs a;
-    a.a = get(in, "A");
-    a.a_scale = get(in, "a_scale");
-    a.a_zero_point = get(in, "a_zero_point");
-    a.b = get(in, "B");
-    a.b_scale = get(in, "b_scale");
-    a.b_zero_point = get(in, "b_zero_point");
-    a.c = get(in, "C");
-    a.y_scale = get(in, "y_scale");
-    a.y_zero_point = get(in, "y_zero_point");
-    a.alpha = attr_float(op, attrs, "alpha");
-    a.trans_a = attr_int(op, attrs, "transA") != 0;
-    a.trans_b = attr_int(op, attrs, "transB") != 0;
-    return qgemm(a);
-  }
-  MMTUNE_CHECK(op.name == "QuantMatmulDequant", op.name);
+  return op;
+}
+}  // namespace
+
+QLinearMatMulArgs qlinear_matmul_args(const NamedTensors& in, const Attributes& attrs) {
+  const OpSpec& op = checked("QLinearMatMul", in, attrs);
+  QLinearMatMulArgs a;
+  a.a = get(in, "a");
+  a.a_scale = get(in, "a_scale");
+  a.a_zero_point = get(in, "a_zero_point");
+  a.b = get(in, "b");
+  a.b_scale = get(in, "b_scale");
+  a.b_zero_point = get(in, "b_zero_point");
+  a.y_scale = get(in, "y_scale");
+  a.y_zero_point = get(in, "y_zero_point");
+  a.opset = static_cast<int>(attr_int(op, attrs, "opset"));
+  a.requant = attr_enum<RequantMode>(op, attrs, "requant", requant_mode_from_string, "float32, float64");
+  return a;
+}
+
+GemmArgs gemm_args(const NamedTensors& in, const Attributes& attrs) {
+  const OpSpec& op = checked("Gemm", in, attrs);
+  GemmArgs a;
+  a.a = get(in, "A");
+  a.b = get(in, "B");
+  a.c = get(in, "C");
+  a.alpha = attr_float(op, attrs, "alpha");
+  a.beta = attr_float(op, attrs, "beta");
+  a.trans_a = attr_int(op, attrs, "transA") != 0;
+  a.trans_b = attr_int(op, attrs, "transB") != 0;
+  a.contract = attr_enum<FloatContract>(op, attrs, "contract", float_contract_from_string, "strict, fma");
+  return a;
+}
+
+QGemmArgs qgemm_args(const NamedTensors& in, const Attributes& attrs) {
+  const OpSpec& op = checked("QGemm", in, attrs);
+  QGemmArgs a;
+  a.a = get(in, "A");
+  a.a_scale = get(in, "a_scale");
+  a.a_zero_point = get(in, "a_zero_point");
+  a.b = get(in, "B");
+  a.b_scale = get(in, "b_scale");
+  a.b_zero_point = get(in, "b_zero_point");
+  a.c = get(in, "C");
+  a.y_scale = get(in, "y_scale");
+  a.y_zero_point = get(in, "y_zero_point");
+  a.alpha = attr_float(op, attrs, "alpha");
+  a.trans_a = attr_int(op, attrs, "transA") != 0;
+  a.trans_b = attr_int(op, attrs, "transB") != 0;
+  return a;
+}
+
+QuantMatmulDequantArgs quant_matmul_dequant_args(const NamedTensors& in, const Attributes& attrs) {
+  const OpSpec& op = checked("QuantMatmulDequant", in, attrs);
   QuantMatmulDequantArgs a;
   a.x = get(in, "x");
   a.weight = get(in, "weight");
@@ -185,7 +193,16 @@ Tensor run_reference(std::string_view op_name, const NamedTensors& in, const Att
   a.x_quant_mode = attr_enum<XQuantMode>(op, attrs, "x_quant_mode", x_quant_mode_from_string,
                                          "pertoken, pertensor");
   a.transpose_weight = attr_int(op, attrs, "transpose_weight") != 0;
-  return quant_matmul_dequant(a);
+  return a;
+}
+
+Tensor run_reference(std::string_view op_name, const NamedTensors& in, const Attributes& attrs) {
+  const std::string op = find_operator(op_name).name;
+  if (op == "QLinearMatMul") return qlinear_matmul(qlinear_matmul_args(in, attrs));
+  if (op == "Gemm") return gemm(gemm_args(in, attrs));
+  if (op == "QGemm") return qgemm(qgemm_args(in, attrs));
+  MMTUNE_CHECK(op == "QuantMatmulDequant", op);
+  return quant_matmul_dequant(quant_matmul_dequant_args(in, attrs));
 }
 
 }  // namespace mmtune

@@ -8,6 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "reference/gemm.h"
+#include "reference/qgemm.h"
+#include "reference/qlinear_matmul.h"
+#include "reference/quant_matmul_dequant.h"
 #include "reference/tensor.h"
 
 namespace mmtune {
@@ -39,6 +43,13 @@ const OpSpec& find_operator(std::string_view name);
 
 // Rejects input or attribute names the operator does not have, and missing required inputs.
 void check_names(const OpSpec& op, const NamedTensors& inputs, const Attributes& attrs);
+
+// Typed arguments from named tensors and text attributes: checks the names, parses the attributes
+// (InvalidArgument on a malformed value). The returned args point into `inputs`.
+QLinearMatMulArgs qlinear_matmul_args(const NamedTensors& inputs, const Attributes& attrs);
+GemmArgs gemm_args(const NamedTensors& inputs, const Attributes& attrs);
+QGemmArgs qgemm_args(const NamedTensors& inputs, const Attributes& attrs);
+QuantMatmulDequantArgs quant_matmul_dequant_args(const NamedTensors& inputs, const Attributes& attrs);
 
 // Evaluates `op` with the reference: checks names, parses attributes (InvalidArgument on a
 // malformed value), validates, computes.
