@@ -1,0 +1,71 @@
+// Target facts from a Halide target string.
+#include "schedules/target_info.h"
+
+#include <sstream>
+#include <vector>
+
+#include "reference/error.h"
+
+namespace mmtune::schedules {
+
+TargetInfo target_info(const std::string& halide_target) {
+  std::vector<std::string> parts;
+  std::stringstream ss(halide_target);
+  for (std::string p; std::getline(ss, p, '-');) parts.push_back(p);
+  auto has = [&](const std::string& f) {
+    for (const std::string& p : parts) {
+      if (p == f) return true;
+    }
+    return false;
+  };
+  auto has_prefix = [&](const std::string& f) {
+    for (const std::string& p : parts) {
+      if (p.rfind(f, 0) == 0) return true;
+    }
+    return false;
+  };
+  TargetInfo t;
+  t.target = halide_target;
+  if (parts.empty()) invalid("target", "the target string is empty");
+  if (has("cuda") || has_prefix("cuda_capability")) {
+    t.family = "cuda";
+    t.isa = "cuda";
+    t.vector_bits = 32;
+    t.vector_registers = 255;
+  } else if (parts[0] == "x86") {
+    t.family = "x86";
+    if (has_prefix("avx512")) {
+      t.isa = "avx512";
+      t.vector_bits = 512;
+      t.vector_registers = 32;
+    } else if (has("avx2")) {
+      t.isa = "avx2";
+      t.vector_bits = 256;
+      t.vector_registers = 16;
+    } else if (has("avx")) {
+      t.isa = "avx";
+      t.vector_bits = 256;
+      t.vector_registers = 16;
+    } else {
+      t.isa = has("sse41") ? "sse41" : "sse2";
+      t.vector_bits = 128;
+      t.vector_registers = 16;
+    }
+  } else if (parts[0] == "arm") {
+    t.family = "arm";
+    t.isa = has("arm_dot_prod") ? "neondot" : "neon";
+    t.vector_bits = 128;
+    t.vector_registers = 32;
+  } else if (parts[0] == "hexagon") {
+    t.family = "hexagon";
+    t.isa = "hvx";
+    t.vector_bits = 1024;
+    t.vector_registers = 32;
+  } else {
+    invalid("target", "'", halide_target,
+            "' names no architecture mmtune supports (x86, arm, hexagon, or a cuda feature)");
+  }
+  return t;
+}
+
+}  // namespace mmtune::schedules
