@@ -35,7 +35,16 @@ std::string gp_type(DType t) { return is_float8(t) ? "uint8" : dtype_name(t); }
 // A Halide view of `t` read as the row-major `view` shape; `t.shape` broadcasts to it (missing or
 // size-1 dims get stride 0). Halide's dims are in reverse order (innermost first).
 Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape) {
-  const std::vector<int64_t> strides = broadcast_strides(t.shape, shape);
+  // Dense strides for a tensor read as its own shape (size-1 dims keep a real stride, which the
+  // kernels' stride-1 constraint on the innermost dim needs); zero strides where it broadcasts.
+  std::vector<int64_t> strides = broadcast_strides(t.shape, shape);
+  if (t.shape == shape) {
+    int64_t s = 1;
+    for (std::size_t d = shape.size(); d-- > 0;) {
+      strides[d] = s;
+      s *= shape[d];
+    }
+  }
   std::vector<halide_dimension_t> dims(shape.size());
   for (std::size_t d = 0; d < shape.size(); ++d) {
     const std::size_t hd = shape.size() - 1 - d;
@@ -79,8 +88,13 @@ Halide::Callable compile(const KernelKey& key, const std::string& target) {
   auto gen = Halide::Internal::GeneratorRegistry::create(key.generator,
                                                          Halide::GeneratorContext(resolve_target(target)));
   MMTUNE_CHECK(gen != nullptr, "generator " << key.generator << " is not linked in");
-  gen->set_generatorparam_values(key.params);
-  Halide::Callable callable = gen->compile_to_callable();
+  Halide::Callable callable;
+  try {
+    gen->set_generatorparam_values(key.params);
+    callable = gen->compile_to_callable();
+  } catch (const Halide::Error& e) {
+    throw InternalError("mmtune: compiling " + key.to_string() + " for " + target + " failed: " + e.what());
+  }
   std::lock_guard<std::mutex> lock(c.mu);
   return c.kernels.emplace(id, callable).first->second;
 }

@@ -30,6 +30,8 @@ class GemmGenerator : public Generator<GemmGenerator> {
   Output<Buffer<void, 2>> Y{"Y"};
 
   void generate() {
+    // C is read through a broadcast view: any stride, zero included.
+    C.dim(0).set_stride(Expr());
     const Type t = A.type();
     const bool is_float = t.is_float() || t.is_bfloat();
     const bool narrow = t.bits() == 16;
@@ -81,7 +83,7 @@ class GemmGenerator : public Generator<GemmGenerator> {
       }
     } else {
       const Expr acc_t_value = acc(j, i);
-      const Expr use_c = has_c ? (beta != 0.0f) : Expr(false);
+      const Expr use_c = has_c ? (beta != 0.0f) : Internal::const_false();
       // alpha == 1 and (no C or beta in {0, 1}): exact, wrapping.
       const Expr exact = alpha == 1.0f && (!use_c || beta == 1.0f);
       Expr wrapped = acc_t_value;

@@ -11,16 +11,19 @@ void schedule_cpu_matmul(CpuMatmulPipeline& p, const CpuMatmulParams& params, in
   const int width = params.tile_vectors * lanes;
   Func out = p.out;
   Var jb("jb"), jo("jo"), io("io"), ji("ji"), ii("ii");
-  // Strips of n_block columns are the tasks; tiles of rows x width inside, rows outer.
-  if (params.n_block > 0) {
-    out.split(p.j, jb, p.j, params.n_block, TailStrategy::GuardWithIf);
-  } else {
-    out.split(p.j, jb, p.j, 1 << 30, TailStrategy::GuardWithIf);
-  }
+  // With n_block, strips of n_block columns are the tasks (B packed per strip); without, B is packed
+  // once and rows of tiles are the tasks. Tiles of rows x width, rows outer within a strip.
+  const bool strips = params.n_block > 0;
+  if (strips) out.split(p.j, jb, p.j, params.n_block, TailStrategy::GuardWithIf);
   out.tile(p.j, p.i, jo, io, ji, ii, width, rows, TailStrategy::GuardWithIf)
-      .reorder(ji, ii, jo, io, jb)
       .vectorize(ji, lanes, TailStrategy::GuardWithIf);
-  if (params.parallel) out.parallel(jb);
+  if (strips) {
+    out.reorder(ji, ii, jo, io, jb);
+    if (params.parallel) out.parallel(jb);
+  } else {
+    out.reorder(ji, ii, jo, io);
+    if (params.parallel) out.parallel(io);
+  }
 
   // The accumulator tile lives in registers: whole tiles are computed (the inputs are clamped),
   // only the stores are guarded at the ragged edges.
@@ -43,13 +46,22 @@ void schedule_cpu_matmul(CpuMatmulPipeline& p, const CpuMatmulParams& params, in
   if (core.packed_b.defined()) {
     Func packed = core.packed_b;  // a handle: scheduling it schedules the pipeline's Func
     Var jj = packed.args()[0], k = packed.args()[1], jp = packed.args()[2];
-    packed.compute_at(out, jb)
-        .bound_extent(jj, width)
-        .reorder(jj, k, jp)
-        .vectorize(jj, lanes)
-        .unroll(jj);
+    if (strips) {
+      packed.compute_at(out, jb);
+    } else {
+      packed.compute_root();
+      if (params.parallel) packed.parallel(jp);
+    }
+    packed.bound_extent(jj, width).reorder(jj, k, jp).vectorize(jj, lanes).unroll(jj);
   }
-  for (Func f : p.per_strip) f.compute_at(out, jb).vectorize(f.args()[0], lanes, TailStrategy::GuardWithIf);
+  for (Func f : p.per_strip) {
+    if (strips) {
+      f.compute_at(out, jb);
+    } else {
+      f.compute_root();
+    }
+    f.vectorize(f.args()[0], lanes, TailStrategy::GuardWithIf);
+  }
   for (Func f : p.per_call) f.compute_root();
 }
 

@@ -1,0 +1,42 @@
+// Shared machinery of the variant suites: schedule draws (seeded, logged), shape categories relative
+// to a kernel's tile, random tensors per dtype.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reference/tensor.h"
+#include "schedules/cpu/matmul_params.h"
+
+namespace mmtune::testing {
+
+// The seed of every random draw: $MMTUNE_SEED if set, else a fixed default; printed once.
+uint64_t variant_seed();
+
+struct ScheduleDraw {
+  std::string name;  // "default" or "random_<n>"
+  schedules::CpuMatmulParams params;
+};
+// The shipped defaults first, then `count` valid random draws from the search space.
+std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, int acc_bits, int count,
+                                         uint64_t seed);
+
+struct MatmulShape {
+  std::string category;
+  int64_t m, n, k;
+};
+// Shape categories relative to a tile of `rows` x `cols`: tiny (1..10), exact tile multiples,
+// ragged (multiples +- 1), powers of two +- 1, deep K (>= 4096), shallow K (<= 4), GEMV (M = 1).
+// `deep` = false leaves out the deep-K shape (for slow dtypes).
+std::vector<MatmulShape> matmul_shapes(int rows, int cols, bool deep = true);
+
+// Uniform random values: integers in [lo, hi]; floats uniform in [lo, hi] rounded to the dtype;
+// float8 from all finite patterns.
+Tensor random_tensor(DType t, Shape shape, std::mt19937_64& rng, double lo, double hi);
+
+// The host target's facts (Halide's host target string parsed).
+const schedules::TargetInfo& host_info();
+
+}  // namespace mmtune::testing
