@@ -1,134 +1,22 @@
-// Operator variants through Halide's JIT: argument mapping, kernel cache, error capture.
+// Operator variants through Halide's JIT: argument mapping per operator.
 #include "autotune/halide_ops.h"
 
-#include <mutex>
-#include <sstream>
-
-#include "Halide.h"
-#include "reference/broadcast.h"
+#include "autotune/halide_jit.h"
 #include "schedules/target_info.h"
 
 namespace mmtune {
-namespace {
 
-halide_type_t halide_type(DType t) {
-  switch (t) {
-    case DType::kInt8: return halide_type_t(halide_type_int, 8);
-    case DType::kUInt8: return halide_type_t(halide_type_uint, 8);
-    case DType::kInt16: return halide_type_t(halide_type_int, 16);
-    case DType::kUInt16: return halide_type_t(halide_type_uint, 16);
-    case DType::kInt32: return halide_type_t(halide_type_int, 32);
-    case DType::kUInt32: return halide_type_t(halide_type_uint, 32);
-    case DType::kInt64: return halide_type_t(halide_type_int, 64);
-    case DType::kUInt64: return halide_type_t(halide_type_uint, 64);
-    case DType::kFloat16: return halide_type_t(halide_type_float, 16);
-    case DType::kBFloat16: return halide_type_t(halide_type_bfloat, 16);
-    case DType::kFloat32: return halide_type_t(halide_type_float, 32);
-    case DType::kFloat64: return halide_type_t(halide_type_float, 64);
-    default: return halide_type_t(halide_type_uint, 8);  // float8: bit patterns, decoded in the pipeline
-  }
-}
+std::string host_target() { return Halide::get_host_target().to_string(); }
 
-// The generator-parameter spelling of a dtype ("float32", "uint8", ...); float8 travels as uint8.
-std::string gp_type(DType t) { return is_float8(t) ? "uint8" : dtype_name(t); }
-
-// A Halide view of `t` read as the row-major `view` shape; `t.shape` broadcasts to it (missing or
-// size-1 dims get stride 0). Halide's dims are in reverse order (innermost first).
-Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape) {
-  // Dense strides for a tensor read as its own shape (size-1 dims keep a real stride, which the
-  // kernels' stride-1 constraint on the innermost dim needs); zero strides where it broadcasts.
-  std::vector<int64_t> strides = broadcast_strides(t.shape, shape);
-  if (t.shape == shape) {
-    int64_t s = 1;
-    for (std::size_t d = shape.size(); d-- > 0;) {
-      strides[d] = s;
-      s *= shape[d];
-    }
-  }
-  std::vector<halide_dimension_t> dims(shape.size());
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    const std::size_t hd = shape.size() - 1 - d;
-    dims[hd] = halide_dimension_t(0, static_cast<int32_t>(shape[d]), static_cast<int32_t>(strides[d]));
-  }
-  return Halide::Runtime::Buffer<void>(halide_type(t.dtype), const_cast<uint8_t*>(t.bytes.data()),
-                                       static_cast<int>(dims.size()), dims.data());
-}
-
-struct ErrorContext : Halide::JITUserContext {
-  std::string message;
-};
-
-void capture_error(Halide::JITUserContext* ctx, const char* msg) {
-  static_cast<ErrorContext*>(ctx)->message += msg;
-}
-
-Halide::Target resolve_target(const std::string& t) {
-  return t == "host" ? Halide::get_host_target() : Halide::Target(t);
-}
-
-struct JitCache {
-  std::mutex mu;
-  std::map<std::string, Halide::Callable> kernels;
-};
-JitCache& cache() {
-  static JitCache c;
-  return c;
-}
-
-Halide::Callable compile(const KernelKey& key, const std::string& target) {
-  const std::string id = key.to_string() + " target=" + target;
-  JitCache& c = cache();
-  {
-    std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.kernels.find(id);
-    if (it != c.kernels.end()) return it->second;
-  }
-  // Compiling may take a while: do it outside the lock (two threads may compile the same kernel;
-  // the first one stored wins).
-  auto gen = Halide::Internal::GeneratorRegistry::create(key.generator,
-                                                         Halide::GeneratorContext(resolve_target(target)));
-  MMTUNE_CHECK(gen != nullptr, "generator " << key.generator << " is not linked in");
-  Halide::Callable callable;
-  try {
-    gen->set_generatorparam_values(key.params);
-    callable = gen->compile_to_callable();
-  } catch (const Halide::Error& e) {
-    throw InternalError("mmtune: compiling " + key.to_string() + " for " + target + " failed: " + e.what());
-  }
-  std::lock_guard<std::mutex> lock(c.mu);
-  return c.kernels.emplace(id, callable).first->second;
-}
-
-void check(int rc, const ErrorContext& ctx, const KernelKey& key) {
-  if (rc != 0) {
-    throw InternalError("mmtune: Halide kernel " + key.to_string() + " failed (code " +
-                        std::to_string(rc) + "): " + ctx.message);
-  }
-}
+std::size_t jit_cache_size() { return jit::cache_size(); }
 
 void add_schedule_params(KernelKey& key, const HalideVariant& v) {
   for (const auto& [k, val] : v.schedule.generator_params()) key.params[k] = val;
 }
 
-}  // namespace
-
-std::string host_target() { return Halide::get_host_target().to_string(); }
-
-std::string KernelKey::to_string() const {
-  std::ostringstream os;
-  os << generator;
-  for (const auto& [k, v] : params) os << " " << k << "=" << v;
-  return os.str();
-}
-
-std::size_t jit_cache_size() {
-  std::lock_guard<std::mutex> lock(cache().mu);
-  return cache().kernels.size();
-}
-
 KernelKey gemm_kernel_key(const GemmArgs& args, const HalideVariant& v) {
   KernelKey key{"mmtune_gemm", {}};
-  const std::string t = gp_type(args.a->dtype);
+  const std::string t = jit::gp_type(args.a->dtype);
   key.params = {{"A.type", t},
                 {"B.type", t},
                 {"C.type", t},
@@ -150,16 +38,15 @@ Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v) {
   Tensor y(args.a->dtype, {plan.m, plan.n});
   if (y.numel() == 0) return y;
   const KernelKey key = gemm_kernel_key(args, v);
-  Halide::Callable kernel = compile(key, v.target);
+  Halide::Callable kernel = jit::compile(key, v.target);
   const Tensor dummy(args.a->dtype, {});
   // K = 0 leaves A and B empty: give Halide a 1-element buffer it never reads.
-  auto a = view(*args.a, args.a->shape);
-  auto b = view(*args.b, args.b->shape);
-  auto c = args.c ? view(*args.c, {plan.m, plan.n}) : view(dummy, {1, 1});
-  auto out = view(y, y.shape);
-  ErrorContext ctx;
-  ctx.handlers.custom_error = capture_error;
-  check(kernel(static_cast<Halide::JITUserContext*>(&ctx), a, b, c, args.alpha, args.beta, out), ctx, key);
+  auto a = jit::view(*args.a, args.a->shape);
+  auto b = jit::view(*args.b, args.b->shape);
+  auto c = args.c ? jit::view(*args.c, {plan.m, plan.n}) : jit::view(dummy, {1, 1});
+  auto out = jit::view(y, y.shape);
+  jit::ErrorContext ctx;
+  jit::check(kernel(ctx.get(), a, b, c, args.alpha, args.beta, out), ctx, key);
   return y;
 }
 

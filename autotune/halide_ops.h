@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "autotune/halide_jit.h"
 #include "reference/gemm.h"
 #include "reference/registry.h"
 #include "schedules/cpu/matmul_params.h"
@@ -20,13 +21,11 @@ struct HalideVariant {
   std::string target = "host";  // "host" or a Halide target string this machine can run
 };
 
+// Adds the schedule's generator parameters to a kernel key.
+void add_schedule_params(KernelKey& key, const HalideVariant& v);
+
 // Generator name and generator parameters of the kernel that evaluates `args` (dtypes, layout,
-// contract, schedule): the identity the JIT cache and the AOT build both use.
-struct KernelKey {
-  std::string generator;
-  std::map<std::string, std::string> params;
-  std::string to_string() const;
-};
+// contract, schedule).
 KernelKey gemm_kernel_key(const GemmArgs& args, const HalideVariant& v);
 
 Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v);
