@@ -6,26 +6,13 @@
 #include <string>
 
 #include "Halide.h"
+#include "autotune/buffer_view.h"
+#include "autotune/kernel_key.h"
 #include "reference/tensor.h"
 
 namespace mmtune {
 
-// Generator name and generator parameters of a kernel: its identity for the JIT cache and the AOT
-// build alike.
-struct KernelKey {
-  std::string generator;
-  std::map<std::string, std::string> params;
-  std::string to_string() const;
-};
-
 namespace jit {
-
-halide_type_t halide_type(DType t);  // float8 -> uint8 (bit patterns)
-std::string gp_type(DType t);        // generator-parameter spelling; float8 -> "uint8"
-
-// A Halide view of `t` read as the row-major `shape` (Halide dims reversed): dense strides when
-// t.shape == shape, zero strides where t.shape broadcasts to it.
-Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape);
 
 Halide::Target resolve_target(const std::string& target);  // "host" or a target string
 

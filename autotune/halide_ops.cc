@@ -10,41 +10,20 @@ std::string host_target() { return Halide::get_host_target().to_string(); }
 
 std::size_t jit_cache_size() { return jit::cache_size(); }
 
-void add_schedule_params(KernelKey& key, const HalideVariant& v) {
-  for (const auto& [k, val] : v.schedule.generator_params()) key.params[k] = val;
-}
-
-KernelKey gemm_kernel_key(const GemmArgs& args, const HalideVariant& v) {
-  KernelKey key{"mmtune_gemm", {}};
-  const std::string t = jit::gp_type(args.a->dtype);
-  key.params = {{"A.type", t},
-                {"B.type", t},
-                {"C.type", t},
-                {"Y.type", t},
-                {"trans_a", args.trans_a ? "true" : "false"},
-                {"trans_b", args.trans_b ? "true" : "false"},
-                {"has_c", args.c ? "true" : "false"},
-                {"contract", to_string(args.contract)}};
-  add_schedule_params(key, v);
-  return key;
-}
-
 Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v) {
   const GemmPlan plan = validate_gemm(args);
   const schedules::TargetInfo ti = schedules::target_info(v.target == "host" ? host_target() : v.target);
-  const int acc_bits = is_float(args.a->dtype) ? (args.a->dtype == DType::kFloat64 ? 64 : 32)
-                                               : static_cast<int>(dtype_size(args.a->dtype) * 8);
-  if (auto why = v.schedule.validate(ti, acc_bits)) invalid("Gemm", "schedule: ", *why);
+  if (auto why = v.schedule.validate(ti, gemm_acc_bits(args.a->dtype))) invalid("Gemm", "schedule: ", *why);
   Tensor y(args.a->dtype, {plan.m, plan.n});
   if (y.numel() == 0) return y;
   const KernelKey key = gemm_kernel_key(args, v);
   Halide::Callable kernel = jit::compile(key, v.target);
   const Tensor dummy(args.a->dtype, {});
   // K = 0 leaves A and B empty: give Halide a 1-element buffer it never reads.
-  auto a = jit::view(*args.a, args.a->shape);
-  auto b = jit::view(*args.b, args.b->shape);
-  auto c = args.c ? jit::view(*args.c, {plan.m, plan.n}) : jit::view(dummy, {1, 1});
-  auto out = jit::view(y, y.shape);
+  auto a = view(*args.a, args.a->shape);
+  auto b = view(*args.b, args.b->shape);
+  auto c = args.c ? view(*args.c, {plan.m, plan.n}) : view(dummy, {1, 1});
+  auto out = view(y, y.shape);
   jit::ErrorContext ctx;
   jit::check(kernel(ctx.get(), a, b, c, args.alpha, args.beta, out), ctx, key);
   return y;

@@ -16,18 +16,6 @@ namespace mmtune {
 // The Halide target string of this machine ("x86-64-linux-avx2-...").
 std::string host_target();
 
-struct HalideVariant {
-  schedules::CpuMatmulParams schedule;
-  std::string target = "host";  // "host" or a Halide target string this machine can run
-};
-
-// Adds the schedule's generator parameters to a kernel key.
-void add_schedule_params(KernelKey& key, const HalideVariant& v);
-
-// Generator name and generator parameters of the kernel that evaluates `args` (dtypes, layout,
-// contract, schedule).
-KernelKey gemm_kernel_key(const GemmArgs& args, const HalideVariant& v);
-
 Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v);
 
 // Named-tensor entry point, the Halide twin of run_reference (same names, attributes, checks).
