@@ -46,3 +46,14 @@ Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape) {
 }
 
 }  // namespace mmtune
+
+namespace mmtune {
+
+Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64_t rows, int64_t cols) {
+  halide_dimension_t dims[2] = {halide_dimension_t(0, static_cast<int32_t>(cols), 1),
+                                halide_dimension_t(0, static_cast<int32_t>(rows), static_cast<int32_t>(cols))};
+  uint8_t* base = const_cast<uint8_t*>(t.bytes.data()) + offset * static_cast<int64_t>(dtype_size(t.dtype));
+  return Halide::Runtime::Buffer<void>(halide_type(t.dtype), base, 2, dims);
+}
+
+}  // namespace mmtune

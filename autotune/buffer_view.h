@@ -14,3 +14,10 @@ halide_type_t halide_type(DType t);  // float8 -> uint8 (bit patterns)
 Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape);
 
 }  // namespace mmtune
+
+namespace mmtune {
+
+// A dense rows x cols row-major matrix starting at element `offset` of `t` (Halide dims (cols, rows)).
+Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64_t rows, int64_t cols);
+
+}  // namespace mmtune

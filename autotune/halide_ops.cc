@@ -2,6 +2,8 @@
 #include "autotune/halide_ops.h"
 
 #include "autotune/halide_jit.h"
+#include "autotune/halide_qgemm.h"
+#include "autotune/halide_qlinear_matmul.h"
 #include "schedules/target_info.h"
 
 namespace mmtune {
@@ -33,6 +35,8 @@ Tensor run_halide(std::string_view op_name, const NamedTensors& in, const Attrib
                   const HalideVariant& v) {
   const std::string op = find_operator(op_name).name;
   if (op == "Gemm") return gemm_halide(gemm_args(in, attrs), v);
+  if (op == "QLinearMatMul") return qlinear_matmul_halide(qlinear_matmul_args(in, attrs), v);
+  if (op == "QGemm") return qgemm_halide(qgemm_args(in, attrs), v);
   invalid("mmtune", "operator ", op, " has no Halide implementation yet");
 }
 

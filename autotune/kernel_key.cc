@@ -38,4 +38,25 @@ KernelKey gemm_kernel_key(const GemmArgs& args, const HalideVariant& v) {
   return key;
 }
 
+KernelKey qlinear_matmul_kernel_key(const QLinearMatMulArgs& args, const HalideVariant& v) {
+  KernelKey key{"mmtune_qlinear_matmul", {}};
+  key.params = {{"a.type", gp_type(args.a->dtype)},
+                {"b.type", gp_type(args.b->dtype)},
+                {"y.type", gp_type(args.y_zero_point->dtype)},
+                {"scale_type", dtype_name(args.a_scale->dtype)},
+                {"requant", to_string(args.requant)}};
+  add_schedule_params(key, v);
+  return key;
+}
+
+KernelKey qgemm_kernel_key(const QGemmArgs& args, const HalideVariant& v) {
+  KernelKey key{"mmtune_qgemm", {}};
+  key.params = {{"A.type", gp_type(args.a->dtype)},
+                {"B.type", gp_type(args.b->dtype)},
+                {"Y.type", args.y_zero_point ? gp_type(args.y_zero_point->dtype) : "float32"},
+                {"has_y_scale", args.y_scale ? "true" : "false"}};
+  add_schedule_params(key, v);
+  return key;
+}
+
 }  // namespace mmtune

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "reference/gemm.h"
+#include "reference/qgemm.h"
+#include "reference/qlinear_matmul.h"
 #include "schedules/cpu/matmul_params.h"
 
 namespace mmtune {
@@ -35,5 +37,14 @@ int gemm_acc_bits(DType t);
 // The Gemm kernel that evaluates `args`; the runtime always uses has_c=true kernels (an absent C is
 // beta = 0 over a zero-stride dummy, which computes the same bits).
 KernelKey gemm_kernel_key(const GemmArgs& args, const HalideVariant& v);
+
+// The QLinearMatMul kernel (int8/uint8 operands) for `args`: operand and output types, scale type,
+// requantization mode. Per-row/per-column parameters and batching are the host's, so they are not
+// part of the identity.
+KernelKey qlinear_matmul_kernel_key(const QLinearMatMulArgs& args, const HalideVariant& v);
+
+// The QGemm kernel for `args`: operand types, output (float32 or quantized), whether y_scale is
+// given. Transposes are materialized by the host; C is always passed (zero-stride dummy if absent).
+KernelKey qgemm_kernel_key(const QGemmArgs& args, const HalideVariant& v);
 
 }  // namespace mmtune

@@ -1,0 +1,36 @@
+// The integer core shared by QLinearMatMul and QGemm: the exact wrap-around sum
+// sum_k (a - za_i)(b - zb_j) (mod 2^32), with the zero points folded out of the inner loop
+// (sum ab - za_i sum_k b - zb_j sum_k a + K za_i zb_j, which is the same value mod 2^32), and the
+// requantization rules of reference/rounding.h.
+#pragma once
+
+#include "Halide.h"
+#include "generators/matmul_core.h"
+
+namespace mmtune::gen {
+
+struct QuantCore {
+  MatmulCore core;            // acc(j, i): raw sum of a*b as uint32 (wraps)
+  Halide::Func column_sums;   // column_sums(j) = sum_k b(j, k)   (uint32, per strip)
+  Halide::Func row_sums;      // row_sums(i) = sum_k a(k, i)      (uint32, once per call)
+  Halide::Var j, i;
+  // The exact int32 accumulator of (j, i) given the zero points (int32 Exprs of row i / column j).
+  Halide::Expr accumulator(const Halide::Expr& za, const Halide::Expr& zb) const;
+  Halide::Expr k;
+};
+
+// a(k, i) and b(j, k) are the clamped 8-bit inputs (int8 or uint8).
+QuantCore build_quant_matmul(const Halide::Func& a, const Halide::Func& b, const Halide::Expr& k,
+                             int panel, bool pack_b);
+
+// y = sat(RNE(fl32(fl32(acc) * m)) + zp) to `out` (int8/uint8): requant mode float32.
+Halide::Expr requantize_float32(const Halide::Expr& acc, const Halide::Expr& m, const Halide::Expr& zp,
+                                const Halide::Type& out);
+// y = sat(RNE(fl64(fl64(acc * m) + zp))): requant mode float64.
+Halide::Expr requantize_float64(const Halide::Expr& acc, const Halide::Expr& m, const Halide::Expr& zp,
+                                const Halide::Type& out);
+
+// Rounds a float32 to `scale_type` (float32: identity; float16 / bfloat16: RNE) and back.
+Halide::Expr round_to_scale_type(const Halide::Expr& x, const Halide::Type& scale_type);
+
+}  // namespace mmtune::gen

@@ -1,0 +1,181 @@
+// QLinearMatMul (int8/uint8) variants, bit for bit against the reference: all 8 (a, b, y) type
+// tuples x the default schedule and 20 random draws x shape categories (2-D, 1-D operands, N-D
+// batch broadcasting), with scale types (float32, float16, bfloat16), both requantization modes and
+// per-tensor / per-row / per-column parameters rotating over the draws; plus adversarial inputs:
+// full-range values and zero points (16-bit pair sums would saturate), requantization values on
+// exact .5 ties, K large enough to wrap int32, extreme per-column scales.
+#include <cmath>
+#include <iostream>
+
+#include <gtest/gtest.h>
+
+#include "autotune/halide_qlinear_matmul.h"
+#include "reference/codecs.h"
+#include "tests/support/test_support.h"
+#include "tests/variants/variant_support.h"
+
+namespace mmtune {
+namespace {
+
+using testing::host_info;
+
+struct Types {
+  DType a, b, y;
+};
+
+std::string types_name(const Types& t) {
+  auto s = [](DType d) { return d == DType::kInt8 ? "s8" : "u8"; };
+  return std::string(s(t.a)) + "_" + s(t.b) + "_" + s(t.y);
+}
+
+double lo(DType t) { return t == DType::kInt8 ? -128 : 0; }
+double hi(DType t) { return t == DType::kInt8 ? 127 : 255; }
+
+// A scale tensor of dtype `st` holding values drawn log-uniformly in [2^e0, 2^e1].
+Tensor scales(DType st, Shape shape, std::mt19937_64& rng, double e0, double e1) {
+  Tensor t(st, std::move(shape));
+  std::uniform_real_distribution<double> e(e0, e1);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = static_cast<float>(std::exp2(e(rng)));
+    if (st == DType::kFloat32) t.data<float>()[i] = v;
+    if (st == DType::kFloat16) t.data<uint16_t>()[i] = float_to_float16(v);
+    if (st == DType::kBFloat16) t.data<uint16_t>()[i] = float_to_bfloat16(v);
+  }
+  return t;
+}
+
+Tensor constant(DType t, Shape shape, double v) {
+  std::mt19937_64 unused(0);
+  return testing::random_tensor(t, std::move(shape), unused, v, v);
+}
+
+struct Case {
+  std::string name;
+  Shape a, b;          // operand shapes
+  Shape a_param, b_param;  // scale / zero-point shapes
+  std::string data = "random";  // random | full_range | ties | wrap | extreme_scales
+};
+
+std::vector<Case> cases_for(int rows, int cols) {
+  std::vector<Case> out;
+  int n = 0;
+  for (const auto& s : testing::matmul_shapes(rows, cols)) {
+    const std::vector<std::pair<Shape, Shape>> params = {{{}, {}}, {{s.m, 1}, {s.n}}, {{1}, {1, s.n}}};
+    const auto& [ap, bp] = params[n % params.size()];
+    out.push_back({s.category + "_" + std::to_string(n), {s.m, s.k}, {s.k, s.n}, ap, bp, n % 2 ? "full_range" : "random"});
+    ++n;
+  }
+  // N-D batch broadcasting with per-row parameters carrying batch dims, and 1-D operands.
+  out.push_back({"batch_broadcast", {2, 1, 5, 7}, {3, 7, 9}, {2, 1, 5, 1}, {3, 1, 9}, "full_range"});
+  out.push_back({"batch_broadcast_b", {4, 3, 6}, {1, 6, 2 * cols + 1}, {}, {1, 1, 2 * cols + 1}});
+  out.push_back({"vector_a", {11}, {11, cols + 3}, {}, {cols + 3}});
+  out.push_back({"vector_b", {rows + 2, 13}, {13}, {rows + 2, 1}, {}});
+  out.push_back({"vector_both", {300}, {300}, {}, {}, "full_range"});
+  out.push_back({"ties", {2 * rows + 1, 40}, {40, 2 * cols + 3}, {}, {}, "ties"});
+  out.push_back({"wrap_int32", {2, 33100}, {33100, cols + 1}, {}, {}, "wrap"});
+  out.push_back({"extreme_scales", {rows + 1, 64}, {64, 3 * cols}, {rows + 1, 1}, {3 * cols}, "extreme_scales"});
+  return out;
+}
+
+class QLinearMatMulVariants : public ::testing::TestWithParam<Types> {};
+
+TEST_P(QLinearMatMulVariants, BitExactAgainstReference) {
+  const Types ty = GetParam();
+  const uint64_t seed = testing::variant_seed() ^ (static_cast<uint64_t>(ty.a) << 8 | static_cast<uint64_t>(ty.b) << 4 |
+                                                   static_cast<uint64_t>(ty.y));
+  const auto draws = testing::schedule_draws(host_info(), 32, 20, seed);
+  std::mt19937_64 rng(seed);
+  const DType scale_types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+  int64_t cases = 0, outputs = 0;
+  for (std::size_t d = 0; d < draws.size(); ++d) {
+    const auto& draw = draws[d];
+    const DType st = scale_types[d % 3];
+    const RequantMode mode = (d / 3) % 2 ? RequantMode::kFloat64 : RequantMode::kFloat32;
+    const HalideVariant variant{draw.params, "host"};
+    for (const Case& c : cases_for(draw.params.tile_rows, draw.params.tile_columns(host_info(), 32))) {
+      Tensor a, b, as, bs, ys, az, bz, yz;
+      if (c.data == "wrap") {
+        // Every product is (max - min)^2 of the operand types; K of them overflow int32.
+        a = constant(ty.a, c.a, hi(ty.a));
+        b = constant(ty.b, c.b, hi(ty.b));
+        az = constant(ty.a, c.a_param, lo(ty.a));
+        bz = constant(ty.b, c.b_param, lo(ty.b));
+      } else {
+        a = testing::random_tensor(ty.a, c.a, rng, lo(ty.a), hi(ty.a));
+        b = testing::random_tensor(ty.b, c.b, rng, lo(ty.b), hi(ty.b));
+        const bool full = c.data == "full_range" || c.data == "extreme_scales";
+        az = testing::random_tensor(ty.a, c.a_param, rng, full ? lo(ty.a) : lo(ty.a) / 2, full ? hi(ty.a) : hi(ty.a) / 2);
+        bz = testing::random_tensor(ty.b, c.b_param, rng, full ? lo(ty.b) : lo(ty.b) / 2, full ? hi(ty.b) : hi(ty.b) / 2);
+      }
+      yz = testing::random_tensor(ty.y, {}, rng, lo(ty.y), hi(ty.y));
+      if (c.data == "ties") {
+        // M = 1 * 0.5 / 1 = 0.5 exactly: every odd accumulator lands on a .5 tie.
+        as = constant(st, c.a_param, 1.0);
+        bs = constant(st, c.b_param, 0.5);
+        ys = constant(st, {}, 1.0);
+      } else if (c.data == "extreme_scales") {
+        as = scales(st, c.a_param, rng, -4, 4);
+        bs = scales(st, c.b_param, rng, st == DType::kFloat16 ? -14 : -60, st == DType::kFloat16 ? 14 : 60);
+        ys = scales(st, {}, rng, -2, 2);
+      } else {
+        // Products of ~K * 128 * 128 scaled back to about the output range.
+        const double e = -std::log2(std::max<double>(1, static_cast<double>(c.a.back())) * 128.0);
+        as = scales(st, c.a_param, rng, e / 2 - 1, e / 2 + 1);
+        bs = scales(st, c.b_param, rng, e / 2 - 1, e / 2 + 1);
+        ys = scales(st, {}, rng, -8, -6);
+      }
+      QLinearMatMulArgs args{&a, &as, &az, &b, &bs, &bz, &ys, &yz, 21, mode};
+      std::ostringstream context;
+      context << "QLinearMatMul " << types_name(ty) << " case " << c.name << " a" << shape_str(c.a) << " b"
+              << shape_str(c.b) << " params a" << shape_str(c.a_param) << " b" << shape_str(c.b_param)
+              << " scale " << dtype_name(st) << " requant " << to_string(mode) << " schedule " << draw.name << " "
+              << qlinear_matmul_kernel_key(args, variant).to_string() << " seed " << seed;
+      Tensor expected;
+      try {
+        expected = qlinear_matmul(args);
+      } catch (const InvalidArgument& e) {
+        // Extreme scales may overflow the multiplier in float16: the reference refuses, so must we.
+        ASSERT_EQ(c.data, "extreme_scales") << e.what() << "; " << context.str();
+        EXPECT_THROW(qlinear_matmul_halide(args, variant), InvalidArgument) << context.str();
+        continue;
+      }
+      Tensor actual;
+      try {
+        actual = qlinear_matmul_halide(args, variant);
+      } catch (const std::exception& e) {
+        FAIL() << e.what() << "; " << context.str();
+      }
+      ASSERT_TRUE(testing::bit_equal(expected, actual, context.str()));
+      ++cases;
+      outputs += expected.numel();
+    }
+  }
+  std::cout << "[variants] QLinearMatMul " << types_name(ty) << ": " << draws.size() << " schedules, " << cases
+            << " cases, " << outputs << " outputs compared bit for bit, 0 mismatches\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypeTuples, QLinearMatMulVariants,
+                         ::testing::Values(Types{DType::kUInt8, DType::kUInt8, DType::kUInt8},
+                                           Types{DType::kUInt8, DType::kInt8, DType::kUInt8},
+                                           Types{DType::kInt8, DType::kInt8, DType::kInt8},
+                                           Types{DType::kInt8, DType::kUInt8, DType::kInt8},
+                                           Types{DType::kUInt8, DType::kUInt8, DType::kInt8},
+                                           Types{DType::kUInt8, DType::kInt8, DType::kInt8},
+                                           Types{DType::kInt8, DType::kInt8, DType::kUInt8},
+                                           Types{DType::kInt8, DType::kUInt8, DType::kUInt8}),
+                         [](const auto& info) { return types_name(info.param); });
+
+TEST(QLinearMatMulHalide, Float8HasNoKernelYetAndSaysSo) {
+  Tensor a(DType::kFloat8E4M3FN, {2, 2}), b(DType::kFloat8E4M3FN, {2, 2}), z(DType::kFloat8E4M3FN, {});
+  Tensor s = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
+  QLinearMatMulArgs args{&a, &s, &z, &b, &s, &z, &s, &z, 21, RequantMode::kFloat32};
+  try {
+    qlinear_matmul_halide(args, {});
+    FAIL() << "float8 accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("no Halide kernel yet"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mmtune
