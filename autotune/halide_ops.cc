@@ -15,7 +15,7 @@ std::size_t jit_cache_size() { return jit::cache_size(); }
 Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v) {
   const GemmPlan plan = validate_gemm(args);
   const schedules::TargetInfo ti = schedules::target_info(v.target == "host" ? host_target() : v.target);
-  if (auto why = v.schedule.validate(ti, gemm_acc_bits(args.a->dtype))) invalid("Gemm", "schedule: ", *why);
+  if (auto why = v.schedule.validate(ti, gemm_acc_bits(args.a->dtype), is_integer(args.a->dtype))) invalid("Gemm", "schedule: ", *why);
   Tensor y(args.a->dtype, {plan.m, plan.n});
   if (y.numel() == 0) return y;
   const KernelKey key = gemm_kernel_key(args, v);

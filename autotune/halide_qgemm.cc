@@ -22,7 +22,7 @@ Tensor transposed(const Tensor& t) {
 Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v) {
   const QGemmPlan plan = validate_qgemm(args);
   const schedules::TargetInfo ti = schedules::target_info(jit::resolve_target(v.target).to_string());
-  if (auto why = v.schedule.validate(ti, 32)) invalid("QGemm", "schedule: ", *why);
+  if (auto why = v.schedule.validate(ti, 32, /*integer_sum=*/true)) invalid("QGemm", "schedule: ", *why);
   Tensor y(plan.out_dtype, {plan.m, plan.n});
   if (y.numel() == 0) return y;
   const KernelKey key = qgemm_kernel_key(args, v);

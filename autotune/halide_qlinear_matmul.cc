@@ -14,7 +14,7 @@ Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant&
             ") have no Halide kernel yet; the reference implementation computes them");
   }
   const schedules::TargetInfo ti = schedules::target_info(v.target == "host" ? jit::resolve_target("host").to_string() : v.target);
-  if (auto why = v.schedule.validate(ti, 32)) invalid("QLinearMatMul", "schedule: ", *why);
+  if (auto why = v.schedule.validate(ti, 32, /*integer_sum=*/true)) invalid("QLinearMatMul", "schedule: ", *why);
   const MatMulShape& s = plan.shape;
   Tensor y(plan.out_dtype, s.out);
   if (y.numel() == 0) return y;

@@ -16,6 +16,7 @@ struct CpuMatmulKnobs {
   Halide::GeneratorParam<int> n_block{"n_block", defaults.n_block};
   Halide::GeneratorParam<bool> pack_b{"pack_b", defaults.pack_b};
   Halide::GeneratorParam<bool> parallel{"parallel", defaults.parallel};
+  Halide::GeneratorParam<int> k_group{"k_group", defaults.k_group};
 
   schedules::CpuMatmulParams params() const {
     schedules::CpuMatmulParams p;
@@ -26,6 +27,7 @@ struct CpuMatmulKnobs {
     p.n_block = n_block;
     p.pack_b = pack_b;
     p.parallel = parallel;
+    p.k_group = k_group;
     return p;
   }
 };

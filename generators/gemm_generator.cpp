@@ -61,7 +61,7 @@ class GemmGenerator : public Generator<GemmGenerator> {
           // chain before a kernel may claim the contract.
           return strict_sum ? strict_float(sum + av * bv) : sum + av * bv;
         },
-        panel, params.pack_b);
+        panel, params.pack_b, is_float ? 1 : params.k_group);
     Func acc = core_.acc;
 
     const Var j = core_.j, i = core_.i;

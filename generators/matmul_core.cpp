@@ -6,9 +6,25 @@ namespace mmtune::gen {
 using namespace Halide;
 
 MatmulCore build_matmul(const Func& a, const Func& b, const Expr& k_extent, const Expr& zero,
-                        const MatmulStep& step, int panel, bool pack_b) {
+                        const MatmulStep& step, int panel, bool pack_b, int k_group) {
   MatmulCore m;
   m.panel = panel;
+  m.k_group = k_group;
+  if (k_group > 1) {
+    // Groups of k_group consecutive k; the padding beyond K is zero in both operands, so the sum is
+    // unchanged (this form is only used for exact integer sums, where order does not matter).
+    const int g = k_group;
+    Var kk("kk"), kg("kg"), jj("jj"), jp("jp"), y("y");
+    m.r = RDom(0, g, 0, (k_extent + g - 1) / g, "r");
+    m.packed_a(kk, kg, y) = select(kg * g + kk < k_extent, a(kg * g + kk, y), cast(a.type(), 0));
+    m.packed_b(kk, jj, kg, jp) =
+        select(kg * g + kk < k_extent, b(jp * panel + jj, kg * g + kk), cast(b.type(), 0));
+    const Var& j = m.j;
+    const Var& i = m.i;
+    m.acc(j, i) = zero;
+    m.acc(j, i) = step(m.acc(j, i), m.packed_a(m.r.x, m.r.y, i), m.packed_b(m.r.x, j % panel, m.r.y, j / panel));
+    return m;
+  }
   m.r = RDom(0, k_extent, "r");
   const Var& j = m.j;
   const Var& i = m.i;

@@ -36,7 +36,7 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
     const schedules::CpuMatmulParams params = knobs.params();
     lanes_ = params.lanes(target_info_of(get_target()), 32);
     q_ = build_quant_matmul(clamped_matrix(A, k, m, false, "a_c"), clamped_matrix(B, n, k, false, "b_c"), k,
-                            params.tile_vectors * lanes_, params.pack_b);
+                            params.tile_vectors * lanes_, params.pack_b, params.k_group);
     const Var j = q_.j, i = q_.i;
     // acc = C + sum, wrapping: add in uint32.
     const Expr acc = cast(Int(32), cast(UInt(32), q_.accumulator(a_zero_point, b_zero_point(j))) +

@@ -34,7 +34,7 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
     const schedules::CpuMatmulParams params = knobs.params();
     lanes_ = params.lanes(target_info_of(get_target()), 32);
     q_ = build_quant_matmul(clamped_matrix(a, k, m, false, "a_c"), clamped_matrix(b, n, k, false, "b_c"), k,
-                            params.tile_vectors * lanes_, params.pack_b);
+                            params.tile_vectors * lanes_, params.pack_b, params.k_group);
     const Var j = q_.j, i = q_.i;
     const Type st = scale_type;
     // M = fl(fl(a_scale * b_scale) / y_scale) in the scale type (exact in float32 before rounding).

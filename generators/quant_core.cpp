@@ -7,22 +7,23 @@ using namespace Halide;
 
 Expr QuantCore::accumulator(const Expr& za, const Expr& zb) const {
   const Expr uza = cast(UInt(32), za), uzb = cast(UInt(32), zb);
-  const Expr sum = core.acc(j, i) - uza * column_sums(j) - uzb * row_sums(i) + cast(UInt(32), k) * uza * uzb;
+  const Expr sum = cast(UInt(32), core.acc(j, i)) - uza * column_sums(j) - uzb * row_sums(i) +
+                   cast(UInt(32), k) * uza * uzb;
   return cast(Int(32), sum);  // reinterpretation of the 32 bits (two's complement)
 }
 
-QuantCore build_quant_matmul(const Func& a, const Func& b, const Expr& k, int panel, bool pack_b) {
+QuantCore build_quant_matmul(const Func& a, const Func& b, const Expr& k, int panel, bool pack_b, int k_group) {
   QuantCore q;
   q.k = k;
-  // Exact products of 8-bit values widened to 16 bits; sums wrap in uint32.
+  // Exact products of 8-bit values in int32, summed in int32: LLVM's add wraps mod 2^32 (Halide
+  // emits no no-overflow flags on it), as do pmaddwd/vpdpwssd/vpdpbusd; the wrap_int32 variant cases
+  // check it. (An unsigned accumulator would be wrap-safe by definition but hides the dot-product
+  // pattern from Halide's instruction selection.)
   Var x("x"), y("y");
-  Func a16("a16"), b16("b16");
-  a16(x, y) = cast(Int(16), a(x, y));
-  b16(x, y) = cast(Int(16), b(x, y));
   q.core = build_matmul(
-      a16, b16, k, cast(UInt(32), 0),
-      [](Expr sum, Expr av, Expr bv) { return sum + cast(UInt(32), cast(Int(32), av) * cast(Int(32), bv)); },
-      panel, pack_b);
+      a, b, k, cast(Int(32), 0),
+      [](Expr sum, Expr av, Expr bv) { return sum + cast(Int(32), av) * cast(Int(32), bv); },
+      panel, pack_b, k_group);
   q.j = q.core.j;
   q.i = q.core.i;
   RDom r(0, k, "rs");

@@ -10,7 +10,7 @@
 namespace mmtune::gen {
 
 struct QuantCore {
-  MatmulCore core;            // acc(j, i): raw sum of a*b as uint32 (wraps)
+  MatmulCore core;            // acc(j, i): raw sum of a*b as int32 (wraps)
   Halide::Func column_sums;   // column_sums(j) = sum_k b(j, k)   (uint32, per strip)
   Halide::Func row_sums;      // row_sums(i) = sum_k a(k, i)      (uint32, once per call)
   Halide::Var j, i;
@@ -21,7 +21,7 @@ struct QuantCore {
 
 // a(k, i) and b(j, k) are the clamped 8-bit inputs (int8 or uint8).
 QuantCore build_quant_matmul(const Halide::Func& a, const Halide::Func& b, const Halide::Expr& k,
-                             int panel, bool pack_b);
+                             int panel, bool pack_b, int k_group);
 
 // y = sat(RNE(fl32(fl32(acc) * m)) + zp) to `out` (int8/uint8): requant mode float32.
 Halide::Expr requantize_float32(const Halide::Expr& acc, const Halide::Expr& m, const Halide::Expr& zp,

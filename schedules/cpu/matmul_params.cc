@@ -35,7 +35,7 @@ int CpuMatmulParams::lanes(const TargetInfo& t, int acc_bits) const {
   return vector_width > 0 ? vector_width : std::max(1, t.vector_bits / acc_bits);
 }
 
-std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, int acc_bits) const {
+std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, int acc_bits, bool integer_sum) const {
   std::ostringstream why;
   if (tile_rows < 1 || tile_rows > 16) why << "tile_rows=" << tile_rows << " is outside 1..16";
   else if (tile_vectors < 1 || tile_vectors > 8) why << "tile_vectors=" << tile_vectors << " is outside 1..8";
@@ -43,6 +43,10 @@ std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, int ac
     why << "vector_width=" << vector_width << " is not 0 or a power of two up to 64";
   else if (k_unroll < 1 || k_unroll > 16) why << "k_unroll=" << k_unroll << " is outside 1..16";
   else if (n_block < 0) why << "n_block=" << n_block << " is negative";
+  else if (k_group != 1 && k_group != 2 && k_group != 4) why << "k_group=" << k_group << " is not 1, 2 or 4";
+  else if (k_group > 1 && !integer_sum)
+    why << "k_group=" << k_group << " regroups the K sum, which only exact integer sums allow";
+  else if (k_group > 1 && !pack_b) why << "k_group=" << k_group << " needs pack_b (B is packed in K groups)";
   else if (n_block > 0 && n_block % tile_columns(t, acc_bits) != 0)
     why << "n_block=" << n_block << " is not a multiple of the tile width " << tile_columns(t, acc_bits);
   else {
@@ -68,7 +72,8 @@ std::map<std::string, std::string> CpuMatmulParams::generator_params() const {
           {"k_unroll", std::to_string(k_unroll)},
           {"n_block", std::to_string(n_block)},
           {"pack_b", pack_b ? "true" : "false"},
-          {"parallel", parallel ? "true" : "false"}};
+          {"parallel", parallel ? "true" : "false"},
+          {"k_group", std::to_string(k_group)}};
 }
 
 CpuMatmulParams CpuMatmulParams::from_generator_params(const std::map<std::string, std::string>& gp) {
@@ -80,6 +85,7 @@ CpuMatmulParams CpuMatmulParams::from_generator_params(const std::map<std::strin
   p.n_block = parse_int(gp, "n_block", p.n_block);
   p.pack_b = parse_bool(gp, "pack_b", p.pack_b);
   p.parallel = parse_bool(gp, "parallel", p.parallel);
+  p.k_group = parse_int(gp, "k_group", p.k_group);
   return p;
 }
 
@@ -89,6 +95,7 @@ std::string CpuMatmulParams::tag(const TargetInfo& t, int acc_bits) const {
   if (n_block) os << "n" << n_block;
   if (pack_b) os << "p";
   if (parallel) os << "t";
+  if (k_group > 1) os << "g" << k_group;
   return os.str();
 }
 
@@ -100,7 +107,8 @@ void to_json(nlohmann::json& j, const CpuMatmulParams& p) {
   j = nlohmann::json{{"template", "cpu_matmul"},  {"tile_rows", p.tile_rows},
                      {"tile_vectors", p.tile_vectors}, {"vector_width", p.vector_width},
                      {"k_unroll", p.k_unroll},     {"n_block", p.n_block},
-                     {"pack_b", p.pack_b},         {"parallel", p.parallel}};
+                     {"pack_b", p.pack_b},         {"parallel", p.parallel},
+                     {"k_group", p.k_group}};
 }
 
 void from_json(const nlohmann::json& j, CpuMatmulParams& p) {
@@ -124,11 +132,13 @@ void from_json(const nlohmann::json& j, CpuMatmulParams& p) {
     else if (k == "n_block") want_int(p.n_block);
     else if (k == "pack_b") want_bool(p.pack_b);
     else if (k == "parallel") want_bool(p.parallel);
+    else if (k == "k_group") want_int(p.k_group);
     else invalid("schedule", "cpu_matmul has no parameter '", k, "'");
   }
 }
 
-CpuMatmulParams sample(const CpuMatmulSpace& s, const TargetInfo& t, int acc_bits, std::mt19937_64& rng) {
+CpuMatmulParams sample(const CpuMatmulSpace& s, const TargetInfo& t, int acc_bits, bool integer_sum,
+                       std::mt19937_64& rng) {
   auto pick = [&](const std::vector<int>& v) {
     return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)];
   };
@@ -146,7 +156,8 @@ CpuMatmulParams sample(const CpuMatmulSpace& s, const TargetInfo& t, int acc_bit
     }
     p.pack_b = pick(s.pack_b) != 0;
     p.parallel = pick(s.parallel) != 0;
-    if (!p.validate(t, acc_bits)) return p;
+    p.k_group = integer_sum ? pick(s.k_group) : 1;
+    if (!p.validate(t, acc_bits, integer_sum)) return p;
   }
   MMTUNE_CHECK(false, "no valid cpu_matmul parameters in the space for " << t.target);
 }

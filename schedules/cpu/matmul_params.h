@@ -26,13 +26,15 @@ struct CpuMatmulParams {
   int n_block = 256;     // columns per task / packed strip; a multiple of the tile width
   bool pack_b = true;
   bool parallel = true;  // strips run as parallel tasks
+  int k_group = 1;       // integer sums only: K consumed in groups of 2 or 4 (dot-product instructions)
 
   // Lanes actually used for an accumulator of `acc_bits` on `t`.
   int lanes(const TargetInfo& t, int acc_bits) const;
   int tile_columns(const TargetInfo& t, int acc_bits) const { return tile_vectors * lanes(t, acc_bits); }
 
   // Why these parameters cannot run on `t` with `acc_bits`-bit accumulators, or nullopt.
-  std::optional<std::string> validate(const TargetInfo& t, int acc_bits) const;
+  // `integer_sum`: the sum is exact (integers), so K may be grouped; float sums never are.
+  std::optional<std::string> validate(const TargetInfo& t, int acc_bits, bool integer_sum = false) const;
 
   // Halide GeneratorParams (name -> value) of the template, as the generators declare them.
   std::map<std::string, std::string> generator_params() const;
@@ -56,9 +58,11 @@ struct CpuMatmulSpace {
   std::vector<int> n_block{0, 64, 128, 256, 512};
   std::vector<int> pack_b{0, 1};
   std::vector<int> parallel{0, 1};
+  std::vector<int> k_group{1, 2, 4};
 };
 
 // Draws valid parameters uniformly from the space (rejection sampling against validate()).
-CpuMatmulParams sample(const CpuMatmulSpace& space, const TargetInfo& t, int acc_bits, std::mt19937_64& rng);
+CpuMatmulParams sample(const CpuMatmulSpace& space, const TargetInfo& t, int acc_bits, bool integer_sum,
+                       std::mt19937_64& rng);
 
 }  // namespace mmtune::schedules

@@ -11,6 +11,9 @@ void schedule_cpu_matmul(CpuMatmulPipeline& p, const CpuMatmulParams& params, in
   const int width = params.tile_vectors * lanes;
   Func out = p.out;
   Var jb("jb"), jo("jo"), io("io"), ji("ji"), ii("ii");
+  // Outputs start at (0, 0), so tile bases are multiples of the tile width and the packed panel
+  // index j % width, j / width simplifies to the loop variables (otherwise: gathers).
+  out.output_buffer().dim(0).set_min(0).dim(1).set_min(0);
   // With n_block, strips of n_block columns are the tasks (B packed per strip); without, B is packed
   // once and rows of tiles are the tasks. Tiles of rows x width, rows outer within a strip.
   const bool strips = params.n_block > 0;
@@ -36,23 +39,41 @@ void schedule_cpu_matmul(CpuMatmulPipeline& p, const CpuMatmulParams& params, in
       .unroll(core.i);
   RVar ko("ko"), ki("ki");
   Stage update = acc.update();
-  // K stays innermost-outer and ascending: only split (never reordered across tiles or rfactored),
-  // so each output's sum keeps its K order.
-  update.reorder(core.j, core.i, core.r).vectorize(core.j, lanes).unroll(core.j).unroll(core.i);
-  if (params.k_unroll > 1) {
-    update.split(core.r, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
+  if (core.k_group > 1) {
+    // Integer sums only: each group of k_group products is reduced across lanes in one dot-product
+    // instruction (atomic vectorization of the group).
+    RVar kk = core.r.x, kg = core.r.y;
+    update.reorder(kk, core.j, core.i, kg).atomic().vectorize(kk).vectorize(core.j, lanes).unroll(core.j).unroll(core.i);
+    if (params.k_unroll > 1) update.split(kg, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
+    Func packed_a = core.packed_a;
+    Var kka = packed_a.args()[0], kga = packed_a.args()[1], ia = packed_a.args()[2];
+    packed_a.compute_at(out, io).bound_extent(kka, core.k_group).reorder(kka, kga, ia).vectorize(kka).unroll(ia);
+  } else {
+    // K stays innermost-outer and ascending: only split (never reordered across tiles or
+    // rfactored), so each output's sum keeps its K order.
+    update.reorder(core.j, core.i, core.r).vectorize(core.j, lanes).unroll(core.j).unroll(core.i);
+    if (params.k_unroll > 1) {
+      update.split(core.r, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
+    }
   }
 
   if (core.packed_b.defined()) {
     Func packed = core.packed_b;  // a handle: scheduling it schedules the pipeline's Func
-    Var jj = packed.args()[0], k = packed.args()[1], jp = packed.args()[2];
+    const bool grouped = core.k_group > 1;
+    Var jj = packed.args()[grouped ? 1 : 0], jp = packed.args()[grouped ? 3 : 2];
     if (strips) {
       packed.compute_at(out, jb);
     } else {
       packed.compute_root();
       if (params.parallel) packed.parallel(jp);
     }
-    packed.bound_extent(jj, width).reorder(jj, k, jp).vectorize(jj, lanes).unroll(jj);
+    packed.bound_extent(jj, width);
+    if (grouped) {
+      Var kk = packed.args()[0];
+      packed.bound_extent(kk, core.k_group).vectorize(kk).vectorize(jj, lanes);
+    } else {
+      packed.vectorize(jj, lanes).unroll(jj);
+    }
   }
   for (Func f : p.per_strip) {
     if (strips) {

@@ -40,7 +40,7 @@ class GemmVariants : public ::testing::TestWithParam<DType> {};
 TEST_P(GemmVariants, BitExactAgainstReference) {
   const DType t = GetParam();
   const uint64_t seed = testing::variant_seed() ^ static_cast<uint64_t>(t);
-  const auto draws = testing::schedule_draws(host_info(), acc_bits(t), 20, seed);
+  const auto draws = testing::schedule_draws(host_info(), acc_bits(t), 20, seed, is_integer(t));
   std::mt19937_64 rng(seed);
   const Range range = data_range(t);
   const bool float_sum = t == DType::kFloat32 || t == DType::kFloat64;

@@ -33,7 +33,7 @@ class QGemmVariants : public ::testing::TestWithParam<Combo> {};
 TEST_P(QGemmVariants, BitExactAgainstReference) {
   const Combo combo = GetParam();
   const uint64_t seed = testing::variant_seed() ^ (static_cast<uint64_t>(combo.a) << 8 | static_cast<uint64_t>(combo.b) << 4 | combo.quantized);
-  const auto draws = testing::schedule_draws(host_info(), 32, 20, seed);
+  const auto draws = testing::schedule_draws(host_info(), 32, 20, seed, /*integer_sum=*/true);
   std::mt19937_64 rng(seed);
   int64_t cases = 0, outputs = 0;
   for (std::size_t d = 0; d < draws.size(); ++d) {

@@ -83,7 +83,7 @@ TEST_P(QLinearMatMulVariants, BitExactAgainstReference) {
   const Types ty = GetParam();
   const uint64_t seed = testing::variant_seed() ^ (static_cast<uint64_t>(ty.a) << 8 | static_cast<uint64_t>(ty.b) << 4 |
                                                    static_cast<uint64_t>(ty.y));
-  const auto draws = testing::schedule_draws(host_info(), 32, 20, seed);
+  const auto draws = testing::schedule_draws(host_info(), 32, 20, seed, /*integer_sum=*/true);
   std::mt19937_64 rng(seed);
   const DType scale_types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
   int64_t cases = 0, outputs = 0;

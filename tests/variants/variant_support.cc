@@ -22,7 +22,7 @@ uint64_t variant_seed() {
 }
 
 std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, int acc_bits, int count,
-                                         uint64_t seed) {
+                                         uint64_t seed, bool integer_sum) {
   std::vector<ScheduleDraw> draws;
   schedules::CpuMatmulParams def;
   if (def.validate(t, acc_bits)) {
@@ -35,7 +35,7 @@ std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, int acc
   std::mt19937_64 rng(seed);
   schedules::CpuMatmulSpace space;
   for (int n = 0; n < count; ++n) {
-    draws.push_back({"random_" + std::to_string(n), schedules::sample(space, t, acc_bits, rng)});
+    draws.push_back({"random_" + std::to_string(n), schedules::sample(space, t, acc_bits, integer_sum, rng)});
   }
   return draws;
 }

@@ -20,8 +20,9 @@ struct ScheduleDraw {
   schedules::CpuMatmulParams params;
 };
 // The shipped defaults first, then `count` valid random draws from the search space.
+// `integer_sum`: the kernel's sum is exact, so draws may group K (k_group > 1).
 std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, int acc_bits, int count,
-                                         uint64_t seed);
+                                         uint64_t seed, bool integer_sum = false);
 
 struct MatmulShape {
   std::string category;
