@@ -9,12 +9,8 @@ namespace mmtune {
 
 Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant& v) {
   const QLinearMatMulPlan plan = validate_qlinear_matmul(args);
-  if (plan.float8) {
-    invalid("QLinearMatMul", "float8 operands (a is ", dtype_name(args.a->dtype),
-            ") have no Halide kernel yet; the reference implementation computes them");
-  }
   const schedules::TargetInfo ti = schedules::target_info(v.target == "host" ? jit::resolve_target("host").to_string() : v.target);
-  if (auto why = v.schedule.validate(ti, 32, /*integer_sum=*/true)) invalid("QLinearMatMul", "schedule: ", *why);
+  if (auto why = v.schedule.validate(ti, plan.float8 ? 64 : 32, /*integer_sum=*/!plan.float8)) invalid("QLinearMatMul", "schedule: ", *why);
   const MatMulShape& s = plan.shape;
   Tensor y(plan.out_dtype, s.out);
   if (y.numel() == 0) return y;
@@ -30,7 +26,7 @@ Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant&
   // to float32, zero points to int32).
   Tensor as(DType::kFloat32, {s.m}), za(DType::kInt32, {s.m}), bs(DType::kFloat32, {s.n}), zb(DType::kInt32, {s.n});
   const float ys = static_cast<float>(float_at(*args.y_scale, 0));
-  const int32_t yzp = static_cast<int32_t>(int_at(*args.y_zero_point, 0));
+  const int32_t yzp = plan.float8 ? 0 : static_cast<int32_t>(int_at(*args.y_zero_point, 0));
   // K = 0: nothing is read from a or b, but Halide wants a non-null host pointer.
   const Tensor one_a(args.a->dtype, {1}), one_b(args.b->dtype, {1});
   const Tensor& a_src = s.k == 0 ? one_a : *args.a;
@@ -47,11 +43,11 @@ Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant&
     };
     for (int64_t i = 0; i < s.m; ++i) {
       as.data<float>()[i] = static_cast<float>(float_at(*args.a_scale, batch_offset(sas) + i * sas[nb]));
-      za.data<int32_t>()[i] = static_cast<int32_t>(int_at(*args.a_zero_point, batch_offset(saz) + i * saz[nb]));
+      za.data<int32_t>()[i] = plan.float8 ? 0 : static_cast<int32_t>(int_at(*args.a_zero_point, batch_offset(saz) + i * saz[nb]));
     }
     for (int64_t j = 0; j < s.n; ++j) {
       bs.data<float>()[j] = static_cast<float>(float_at(*args.b_scale, batch_offset(sbs) + j * sbs[nb + 1]));
-      zb.data<int32_t>()[j] = static_cast<int32_t>(int_at(*args.b_zero_point, batch_offset(sbz) + j * sbz[nb + 1]));
+      zb.data<int32_t>()[j] = plan.float8 ? 0 : static_cast<int32_t>(int_at(*args.b_zero_point, batch_offset(sbz) + j * sbz[nb + 1]));
     }
     auto a_view = view_matrix(a_src, s.k ? batch_offset(sa) : 0, s.m, std::max<int64_t>(s.k, 0));
     auto b_view = view_matrix(b_src, s.k ? batch_offset(sb) : 0, s.k, s.n);

@@ -7,7 +7,7 @@
 
 namespace mmtune {
 
-// int8/uint8 operands; float8 operands have no Halide kernel yet (InvalidArgument says so).
+// int8/uint8 operands, or float8 operands (QLinearMatMul-21, mmtune's definition).
 Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant& v);
 
 }  // namespace mmtune

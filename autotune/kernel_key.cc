@@ -45,6 +45,13 @@ KernelKey qlinear_matmul_kernel_key(const QLinearMatMulArgs& args, const HalideV
                 {"y.type", gp_type(args.y_zero_point->dtype)},
                 {"scale_type", dtype_name(args.a_scale->dtype)},
                 {"requant", to_string(args.requant)}};
+  if (is_float8(args.a->dtype)) {
+    // float8 has its own rule (no requant mode): the mode does not name a different kernel.
+    key.params["requant"] = "float32";
+    key.params["a_format"] = dtype_name(args.a->dtype);
+    key.params["b_format"] = dtype_name(args.b->dtype);
+    key.params["y_format"] = dtype_name(args.y_zero_point->dtype);
+  }
   add_schedule_params(key, v);
   return key;
 }

@@ -163,4 +163,8 @@ uint8_t float_to_float8(DType format, float x, bool saturate) {
   return static_cast<uint8_t>(encode(float8_format(format), x, saturate));
 }
 
+uint8_t float8_canonical_nan(DType format) {
+  return static_cast<uint8_t>(float8_format(format).nan);
+}
+
 }  // namespace mmtune

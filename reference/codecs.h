@@ -42,4 +42,8 @@ float float8_to_float(DType format, uint8_t bits);
 // produces), FNUZ -> 0x80. Throws InternalError if `format` is not a float8 type.
 uint8_t float_to_float8(DType format, float x, bool saturate);
 
+// The format's canonical NaN: 0x7F (E4M3FN), 0x7E (E5M2), 0x80 (FNUZ). Operator outputs use it for
+// every NaN result, whose sign would otherwise depend on the evaluation order of the hardware.
+uint8_t float8_canonical_nan(DType format);
+
 }  // namespace mmtune

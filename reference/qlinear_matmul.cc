@@ -183,13 +183,15 @@ Tensor qlinear_matmul(const QLinearMatMulArgs& args) {
 
     if (plan.float8) {
       // §8.2: exact products, sequential float64 sum (k ascending, from +0), then
-      // y = encode_saturate(fl32(fl32(acc) * M)).
+      // y = encode_saturate(fl32(fl32(acc) * M)); a NaN result is the canonical NaN (its sign is
+      // not defined by IEEE arithmetic, so mmtune fixes it).
       double acc = 0.0;
       for (int64_t k = 0; k < s.k; ++k) {
         acc += float_at(a, a0 + k * ka) * float_at(b, b0 + k * kb);
       }
       const float f = static_cast<float>(acc) * m;
-      y.data<uint8_t>()[out_i] = float_to_float8(plan.out_dtype, f, /*saturate=*/true);
+      y.data<uint8_t>()[out_i] = std::isnan(f) ? float8_canonical_nan(plan.out_dtype)
+                                               : float_to_float8(plan.out_dtype, f, /*saturate=*/true);
     } else {
       // §8.1: int32 accumulation of exact products, wrapping mod 2^32.
       const int64_t za = int_at(*args.a_zero_point, dot_index(ia, saz));

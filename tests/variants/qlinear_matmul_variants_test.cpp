@@ -1,4 +1,4 @@
-// QLinearMatMul (int8/uint8) variants, bit for bit against the reference: all 8 (a, b, y) type
+// QLinearMatMul variants, bit for bit against the reference. int8/uint8: all 8 (a, b, y) type
 // tuples x the default schedule and 20 random draws x shape categories (2-D, 1-D operands, N-D
 // batch broadcasting), with scale types (float32, float16, bfloat16), both requantization modes and
 // per-tensor / per-row / per-column parameters rotating over the draws; plus adversarial inputs:
@@ -165,17 +165,78 @@ INSTANTIATE_TEST_SUITE_P(AllTypeTuples, QLinearMatMulVariants,
                                            Types{DType::kInt8, DType::kUInt8, DType::kUInt8}),
                          [](const auto& info) { return types_name(info.param); });
 
-TEST(QLinearMatMulHalide, Float8HasNoKernelYetAndSaysSo) {
-  Tensor a(DType::kFloat8E4M3FN, {2, 2}), b(DType::kFloat8E4M3FN, {2, 2}), z(DType::kFloat8E4M3FN, {});
-  Tensor s = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
-  QLinearMatMulArgs args{&a, &s, &z, &b, &s, &z, &s, &z, 21, RequantMode::kFloat32};
-  try {
-    qlinear_matmul_halide(args, {});
-    FAIL() << "float8 accepted";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("no Halide kernel yet"), std::string::npos) << e.what();
+struct Float8Types {
+  DType a, b, y;
+};
+
+class QLinearMatMulFloat8Variants : public ::testing::TestWithParam<Float8Types> {};
+
+// float8 (mmtune's definition, docs/semantics.md): random finite patterns plus NaN / Inf / -0
+// patterns sprinkled in, scales spanning underflow to saturation, default + 20 random schedules.
+TEST_P(QLinearMatMulFloat8Variants, BitExactAgainstReference) {
+  const Float8Types ty = GetParam();
+  const uint64_t seed = testing::variant_seed() ^ (static_cast<uint64_t>(ty.a) << 16 | static_cast<uint64_t>(ty.b) << 8 |
+                                                   static_cast<uint64_t>(ty.y));
+  const auto draws = testing::schedule_draws(host_info(), 64, 20, seed);
+  std::mt19937_64 rng(seed);
+  const DType scale_types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+  int64_t cases = 0, outputs = 0, specials = 0;
+  for (std::size_t d = 0; d < draws.size(); ++d) {
+    const auto& draw = draws[d];
+    const DType st = scale_types[d % 3];
+    const HalideVariant variant{draw.params, "host"};
+    for (const auto& s : testing::matmul_shapes(draw.params.tile_rows, draw.params.tile_columns(host_info(), 64), false)) {
+      Tensor a = testing::random_tensor(ty.a, {s.m, s.k}, rng, -8, 8);
+      Tensor b = testing::random_tensor(ty.b, {s.k, s.n}, rng, -8, 8);
+      // A few special patterns: every format's NaN (0x7F/0xFF or 0x80), E5M2 infinities, -0.
+      for (Tensor* t : {&a, &b}) {
+        if (rng() % 4 == 0 && t->numel() > 0) {
+          const uint8_t special[] = {0x7F, 0xFF, 0x80, 0x7C, 0xFC};
+          t->data<uint8_t>()[rng() % t->numel()] = special[rng() % 5];
+          ++specials;
+        }
+      }
+      Tensor zero_a(ty.a, {}), zero_b(ty.b, {}), zero_y(ty.y, {});
+      Tensor as = scales(st, {s.m, 1}, rng, -3, 3);
+      Tensor bs = scales(st, {s.n}, rng, -3, 3);
+      Tensor ys = scales(st, {}, rng, -12, 4);
+      QLinearMatMulArgs args{&a, &as, &zero_a, &b, &bs, &zero_b, &ys, &zero_y, 21, RequantMode::kFloat32};
+      std::ostringstream context;
+      context << "QLinearMatMul float8 " << dtype_name(ty.a) << "/" << dtype_name(ty.b) << "->" << dtype_name(ty.y)
+              << " " << s.category << " M=" << s.m << " N=" << s.n << " K=" << s.k << " scale " << dtype_name(st)
+              << " schedule " << draw.name << " " << qlinear_matmul_kernel_key(args, variant).to_string() << " seed " << seed;
+      Tensor expected;
+      try {
+        expected = qlinear_matmul(args);
+      } catch (const InvalidArgument& e) {
+        ASSERT_NE(st, DType::kFloat32) << e.what() << "; " << context.str();  // only a float16 multiplier can overflow
+        continue;
+      }
+      Tensor actual;
+      try {
+        actual = qlinear_matmul_halide(args, variant);
+      } catch (const std::exception& e) {
+        FAIL() << e.what() << "; " << context.str();
+      }
+      ASSERT_TRUE(testing::bit_equal(expected, actual, context.str()));
+      ++cases;
+      outputs += expected.numel();
+    }
   }
+  std::cout << "[variants] QLinearMatMul float8 " << dtype_name(ty.a) << "/" << dtype_name(ty.b) << "->" << dtype_name(ty.y)
+            << ": " << draws.size() << " schedules, " << cases << " cases (" << specials << " with NaN/Inf/-0 inputs), "
+            << outputs << " outputs compared bit for bit, 0 mismatches\n";
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, QLinearMatMulFloat8Variants,
+    ::testing::Values(Float8Types{DType::kFloat8E4M3FN, DType::kFloat8E4M3FN, DType::kFloat8E4M3FN},
+                      Float8Types{DType::kFloat8E5M2, DType::kFloat8E5M2, DType::kFloat8E5M2},
+                      Float8Types{DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2FNUZ, DType::kFloat8E4M3FNUZ},
+                      Float8Types{DType::kFloat8E5M2, DType::kFloat8E4M3FN, DType::kFloat8E5M2FNUZ}),
+    [](const auto& info) {
+      return std::string(dtype_name(info.param.a)) + "_" + dtype_name(info.param.b) + "_" + dtype_name(info.param.y);
+    });
 
 }  // namespace
 }  // namespace mmtune
