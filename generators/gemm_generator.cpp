@@ -1,6 +1,8 @@
 // ONNX Gemm-13 as a Halide generator: Y = alpha * op(A) op(B) + beta * C for the eight Gemm types.
 // The arithmetic is the reference's (reference/gemm.cc, docs/semantics.md): the K sum in the
 // accumulation type under the float contract, then the epilogue, always strict.
+#include <limits>
+
 #include "generators/cpu_knobs.h"
 #include "generators/matmul_core.h"
 #include "schedules/cpu/matmul_schedule.h"
@@ -76,7 +78,10 @@ class GemmGenerator : public Generator<GemmGenerator> {
         v = select(beta == 0.0f, v, strict_float(v + strict_float(cast(ep_t, c) * cast(ep_t, beta))));
       }
       result = cast(t, v);
-      if (narrow) {
+      if (!narrow) {
+        // Canonical NaN (positive quiet NaN), whatever sign the hardware gave it.
+        result = select(is_nan(v), cast(t, Halide::Internal::make_const(t, std::numeric_limits<double>::quiet_NaN())), result);
+      } else {
         // Canonical NaN (0x7E00 / 0x7FC0); Halide's emulated cast keeps another pattern.
         const Expr nan_bits = t.is_bfloat() ? 0x7FC0 : 0x7E00;
         result = reinterpret(t, select(is_nan(v), cast(UInt(16), nan_bits), reinterpret(UInt(16), result)));

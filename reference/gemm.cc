@@ -41,12 +41,13 @@ Acc float_dot(const Tensor& a, const Tensor& b, const Operands& o, int64_t i, in
   return acc;
 }
 
-// Stores a float32 epilogue result into a float16 / bfloat16 / float32 output (one rounding).
+// Stores a float32 epilogue result into a float16 / bfloat16 / float32 output (one rounding). NaN
+// results are canonical (§8): their sign and payload would depend on the hardware's operand order.
 void store_narrow(Tensor& y, int64_t i, float v) {
   switch (y.dtype) {
     case DType::kFloat16: y.data<uint16_t>()[i] = float_to_float16(v); break;
     case DType::kBFloat16: y.data<uint16_t>()[i] = float_to_bfloat16(v); break;
-    case DType::kFloat32: y.data<float>()[i] = v; break;
+    case DType::kFloat32: y.data<float>()[i] = std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : v; break;
     default: MMTUNE_CHECK(false, dtype_name(y.dtype));
   }
 }
@@ -168,7 +169,7 @@ Tensor gemm(const GemmArgs& args) {
         const double d = float_dot<double>(a, b, o, i, j, args.contract);
         double v = d * static_cast<double>(args.alpha);
         if (use_c) v = v + float_at(*args.c, i * sc[0] + j * sc[1]) * static_cast<double>(args.beta);
-        y.data<double>()[out] = v;
+        y.data<double>()[out] = std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : v;
       } else {
         // float16 / bfloat16 / float32: float32 sum (products of narrow floats are exact in
         // float32, so both contracts agree for them); d rounded to T; epilogue in float32; one

@@ -2,7 +2,10 @@
 // and 20 random draws from the CPU template's space x every shape category, with transposes, the C
 // broadcasts, alpha/beta (exact and float64 integer epilogues) and both float contracts rotating
 // over the draws. A failure prints the index, reference, actual, shape and the kernel's parameters.
+#include <cmath>
+#include <cstring>
 #include <iostream>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -63,6 +66,18 @@ TEST_P(GemmVariants, BitExactAgainstReference) {
       Tensor b = testing::random_tensor(t, args.trans_b ? Shape{n, k} : Shape{k, n}, rng, range.lo, range.hi);
       const std::vector<Shape> c_shapes = {{}, {}, {n}, {1, n}, {m, 1}, {m, n}};
       Tensor c = testing::random_tensor(t, c_shapes[c_kind], rng, range.lo, range.hi);
+      // Float types: now and then an Inf or NaN input, so that NaN results (canonical) and Inf
+      // propagation are compared too.
+      if (is_float(t) && s_index % 5 == 4 && a.numel() > 0) {
+        const float special = s_index % 10 == 4 ? std::numeric_limits<float>::infinity() : std::nanf("");
+        Tensor one = testing::random_tensor(t, {}, rng, 0, 0);
+        if (t == DType::kFloat32) one.data<float>()[0] = special;
+        if (t == DType::kFloat64) one.data<double>()[0] = special;
+        if (t == DType::kFloat16) one.data<uint16_t>()[0] = std::isnan(special) ? 0xFE01 : 0x7C00;
+        if (t == DType::kBFloat16) one.data<uint16_t>()[0] = std::isnan(special) ? 0xFFC1 : 0x7F80;
+        const std::size_t sz = dtype_size(t);
+        std::memcpy(a.bytes.data() + (rng() % a.numel()) * sz, one.bytes.data(), sz);
+      }
       args.a = &a;
       args.b = &b;
       args.c = c_kind == 0 ? nullptr : &c;
