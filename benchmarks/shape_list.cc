@@ -1,0 +1,52 @@
+// Shape-list files and --mm_shape specs.
+#include "benchmarks/shape_list.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "reference/error.h"
+
+namespace mmtune::bench {
+namespace {
+
+bool positive(int64_t v) { return v > 0; }
+
+}  // namespace
+
+std::vector<NamedShape> read_shape_list(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) invalid("shapes", "cannot open shape list '", path, "'");
+  std::vector<NamedShape> shapes;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream words(line);
+    NamedShape s;
+    if (!(words >> s.name)) continue;  // blank or comment-only
+    std::string extra;
+    if (!(words >> s.m >> s.n >> s.k) || (words >> extra) || !positive(s.m) || !positive(s.n) ||
+        !positive(s.k)) {
+      invalid("shapes", path, ":", number, ": '", line, "' is not `name M N K` with positive integers");
+    }
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+NamedShape parse_shape(const std::string& spec) {
+  const auto colon = spec.find(':');
+  NamedShape s;
+  char c1 = 0, c2 = 0;
+  std::string extra;
+  if (colon != std::string::npos && colon > 0) {
+    s.name = spec.substr(0, colon);
+    std::istringstream dims(spec.substr(colon + 1));
+    if ((dims >> s.m >> c1 >> s.n >> c2 >> s.k) && c1 == ',' && c2 == ',' && !(dims >> extra) &&
+        positive(s.m) && positive(s.n) && positive(s.k)) {
+      return s;
+    }
+  }
+  invalid("shapes", "--mm_shape=", spec, " is not name:M,N,K with positive integers");
+}
+
+}  // namespace mmtune::bench
