@@ -1,28 +1,9 @@
 // QuantMatmulDequant through Halide's JIT: argument mapping and the kernel key.
 #include "autotune/halide_quant_matmul_dequant.h"
 
-#include <vector>
-
 #include "schedules/target_info.h"
 
 namespace mmtune {
-namespace {
-
-// A view of `t` as `shape` whose host pointer is never null. An empty tensor (k = 0 leaves x,
-// weight and smooth empty) has no storage, and Halide takes a buffer with a null host pointer for a
-// bounds query: the pipeline would return 0 without computing anything. `one` (1 element) lends
-// its storage; nothing is read from an empty buffer.
-Halide::Runtime::Buffer<void> view_nonnull(const Tensor& t, const Shape& shape, const Tensor& one) {
-  Halide::Runtime::Buffer<void> b = view(t, shape);
-  if (b.data() != nullptr) return b;
-  const halide_buffer_t* raw = b.raw_buffer();
-  std::vector<halide_dimension_t> dims(raw->dim, raw->dim + raw->dimensions);
-  return Halide::Runtime::Buffer<void>(b.type(), const_cast<uint8_t*>(one.bytes.data()), raw->dimensions,
-                                       dims.data());
-}
-
-}  // namespace
-
 KernelKey quant_matmul_dequant_kernel_key(const QuantMatmulDequantArgs& args, const HalideVariant& v) {
   const bool fused = args.weight_scale != nullptr && args.weight_scale->dtype == DType::kInt64;
   const bool dynamic = args.x_scale == nullptr;
@@ -44,7 +25,7 @@ KernelKey quant_matmul_dequant_kernel_key(const QuantMatmulDequantArgs& args, co
 Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const HalideVariant& v) {
   const QuantMatmulDequantPlan plan = validate_quant_matmul_dequant(args);
   const schedules::TargetInfo ti = schedules::target_info(v.target == "host" ? host_target() : v.target);
-  if (auto why = v.schedule.validate(ti, 32)) invalid("QuantMatmulDequant", "schedule: ", *why);
+  if (auto why = v.schedule.validate(ti, 32, /*integer_sum=*/true)) invalid("QuantMatmulDequant", "schedule: ", *why);
   Tensor y(DType::kFloat16, {plan.m, plan.n});
   if (y.numel() == 0) return y;
   const KernelKey key = quant_matmul_dequant_kernel_key(args, v);
@@ -53,15 +34,28 @@ Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const Hal
   const Tensor no_bias(DType::kInt32, {1});
   const Tensor no_x_scale(DType::kFloat32, {1});
   const Tensor no_smooth(DType::kFloat16, {1});
-  const Tensor one_x(DType::kFloat16, {1}), one_weight(DType::kInt8, {1});
-  auto x = view_nonnull(*args.x, args.x->shape, one_x);
-  auto weight = view_nonnull(*args.weight, args.weight->shape, one_weight);
+  // k = 0: the kernel runs as k = 1 with x = +0 (and smooth = 1), which computes the same bits in
+  // every mode: x_q = 0 (0 * inv, or NaN -> 0 when inv = +Inf), so acc = bias; a dynamic row max is
+  // 0 either way. (An empty tensor has no storage, and Halide would take its null host pointer for a
+  // bounds query and compute nothing.)
+  const bool k0 = plan.k == 0;
+  Tensor x1, w1, smooth1;
+  if (k0) {
+    x1 = Tensor(DType::kFloat16, {plan.m, 1});
+    w1 = Tensor(DType::kInt8, args.transpose_weight ? Shape{plan.n, 1} : Shape{1, plan.n});
+    smooth1 = Tensor(DType::kFloat16, {1});
+    smooth1.data<uint16_t>()[0] = 0x3C00;  // 1.0
+  }
+  const Tensor& x_t = k0 ? x1 : *args.x;
+  const Tensor& w_t = k0 ? w1 : *args.weight;
+  auto x = view(x_t, x_t.shape);
+  auto weight = view(w_t, w_t.shape);
   auto weight_scale = view(*args.weight_scale, {plan.n});
   auto bias = args.bias ? view(*args.bias, {plan.n}) : view(no_bias, {1});
   auto x_scale = plan.dynamic ? view(no_x_scale, {1})
                  : args.x_quant_mode == XQuantMode::kPerToken ? view(*args.x_scale, {plan.m})
                                                               : view(*args.x_scale, {1});  // () or (1,)
-  auto smooth = args.smooth_scale ? view_nonnull(*args.smooth_scale, {plan.k}, no_smooth) : view(no_smooth, {1});
+  auto smooth = !args.smooth_scale ? view(no_smooth, {1}) : k0 ? view(smooth1, {1}) : view(*args.smooth_scale, {plan.k});
   auto out = view(y, y.shape);
   jit::ErrorContext ctx;
   jit::check(kernel(ctx.get(), x, weight, weight_scale, bias, x_scale, smooth, out), ctx, key);

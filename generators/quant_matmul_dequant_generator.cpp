@@ -3,7 +3,8 @@
 //   stage 1, per row i: the x scale s_i (dynamic: fl32(max_k |fl16(x*smooth)| / 127); static: x_scale)
 //            and inv_i = fl32(1 / s_i); x_q(k, i) = sat_int8(RNE(fl32(xf * inv_i))), NaN -> 0, where
 //            xf = f32(x), times f32(smooth) in float32 when smoothing;
-//   stage 2, the exact int32 matmul of x_q and the weight (wrapping, computed in uint32) + bias;
+//   stage 2, the exact int32 matmul of x_q and the weight + bias, wrapping mod 2^32 (x_q is held
+//            as x_q + 128 in uint8, and 128 * the weight's column sums are subtracted);
 //   stage 3, f = fl32(f32(acc) * wscale_j), then fl32(f * s_i) unless the weight scale is fused;
 //            out = fl16(f) with overflow saturating to +-65504 and NaN as 0x7E00.
 // Every float operation of stages 1 and 3 is strict_float (no contraction, no reassociation).
@@ -18,10 +19,11 @@
 //                (type set by x_scale.type)        read only when !dynamic
 //   smooth       float16 (k,)                      read only when has_smooth
 // An absent optional input is a 1-element dummy of its type that the pipeline never reads. The
-// output's origin must be (0, 0). The host must give empty inputs (k = 0) a non-null host pointer:
-// Halide takes a null one for a bounds query and computes nothing.
-// Schedule: the CPU matmul template, plus x_q, s and inv computed once per call (x_q in parallel
-// over rows, vectorized along k; the dynamic row max in parallel over rows).
+// output's origin is (0, 0) (set by the schedule template). k must be >= 1: the host runs k = 0 as
+// k = 1 with x = 0 (same bits in every mode: x_q = 0, the row max is 0 either way).
+// Schedule: the CPU matmul template (k_group allowed: the sum is exact), plus x_q, s and inv
+// computed once per call (x_q in parallel over rows, vectorized along k; the dynamic row max in
+// parallel over rows) and the weight's column sums per strip (vectorized along columns).
 #include "generators/cpu_knobs.h"
 #include "generators/matmul_core.h"
 #include "schedules/cpu/matmul_schedule.h"
@@ -68,10 +70,6 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
 
     // A per-tensor x_scale may be a rank-0 tensor, viewed with a zero stride.
     if (!per_token) x_scale.dim(0).set_stride(Expr());
-    // The output starts at (0, 0) (mmtune's views always do): with the origin known, the packed-B
-    // panel index j / panel and lane j % panel of a vector are compile-time facts, not a gather.
-    y.dim(0).set_min(0);
-    y.dim(1).set_min(0);
 
     const Expr m = x.dim(1).extent();
     const Expr k = x.dim(0).extent();
@@ -110,33 +108,43 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
 
     // x_q = sat_int8(RNE(v)), NaN -> 0 (0 * Inf of an all-zero dynamic row). Halide's round() is
     // ties-to-even; clamping in float first keeps the float->int cast in range (Inf included).
+    // Stored offset by 128 as uint8 (x_q + 128 in [0, 255], exact), so that the matmul is u8 x s8,
+    // the operand pair of the dot-product instructions (vpdpbusd, sdot via widening, ...).
     {
       const Expr v = strict_float(xf(kk, i) * inv(i));
-      const Expr q = strict_float(clamp(round(v), -128.0f, 127.0f));
-      xq_(kk, i) = select(is_nan_bits(v), cast(Int(8), 0), cast(Int(8), q));
+      const Expr q = strict_float(clamp(round(v), -128.0f, 127.0f) + 128.0f);
+      xq_(kk, i) = select(is_nan_bits(v), cast(UInt(8), 128), cast(UInt(8), q));
     }
 
-    // Stage 2: acc(j, i) = sum_k x_q(k, i) * w(j, k), K ascending, wrapping mod 2^32. The schedule
-    // computes whole register tiles, so rows past m read the clamped last row.
+    // Stage 2: acc(j, i) = sum_k x_q(k, i) * w(j, k) = sum_k (x_q + 128) * w - 128 * colsum_j(w),
+    // wrapping mod 2^32: an exact integer sum, so the schedule may consume K in groups (k_group;
+    // the padding past K is zero in both operands). The schedule computes whole register tiles and
+    // K groups, so both operands are read with clamped indices (k >= 1: the host runs k = 0 as
+    // k = 1 with zero x, which gives the same bits).
     Var c("c"), rr("rr");
-    Func a("a"), b("b");
-    a(c, rr) = cast(Int(16), xq_(c, clamp(rr, 0, m - 1)));
-    // Only the column is clamped (tiles run past n): the K index never leaves [0, k), and clamping
-    // it too (clamped_matrix) would make k = 0 require weight element -1 of an empty dimension.
-    const Expr col = clamp(c, 0, n - 1);
-    b(c, rr) = cast(Int(16), transpose_weight ? weight(rr, col) : weight(col, rr));
+    Func a("a");
+    a(c, rr) = xq_(clamp(c, 0, k - 1), clamp(rr, 0, m - 1));
+    Func b = clamped_matrix(weight, n, k, transpose_weight, "w_clamped");
+    RDom rs(0, k, "rs");
+    colsum_(c) = cast(Int(32), 0);
+    colsum_(c) += cast(Int(32), b(c, rs));
 
     const schedules::CpuMatmulParams params = knobs.params();
     const int lanes = params.lanes(target_info_of(get_target()), 32);
     const int panel = params.tile_vectors * lanes;
     core_ = build_matmul(
-        a, b, k, cast(UInt(32), 0),
-        // |x_q * w| <= 16384 fits int16; sign-extended to uint32, the sum wraps by definition.
-        [](Expr sum, Expr av, Expr bv) { return sum + cast(UInt(32), av * bv); }, panel, params.pack_b);
+        a, b, k, cast(Int(32), 0),
+        // Exact u8 x s8 products summed in int32, the form Halide's instruction selection maps to
+        // pmaddwd / vpdpwssd / vpdpbusd (an unsigned accumulator hides it). |(x_q + 128) * w| <=
+        // 32640, so the sum cannot overflow below K = 65793; beyond, LLVM's add wraps mod 2^32
+        // (Halide emits no no-overflow flags), as quant_core relies on too; the result is taken mod
+        // 2^32 below, where the wrap is harmless.
+        [](Expr sum, Expr av, Expr bv) { return sum + cast(Int(32), av) * cast(Int(32), bv); }, panel,
+        params.pack_b, params.k_group);
 
     // Stage 3: the epilogue.
     const Var j = core_.j, ii = core_.i;
-    Expr total = core_.acc(j, ii);
+    Expr total = cast(UInt(32), core_.acc(j, ii)) - (cast(UInt(32), colsum_(j)) << 7);  // mod 2^32
     if (has_bias) total = total + cast(UInt(32), bias(j));
     const Expr wscale = fused_scale ? reinterpret(Float(32), cast(UInt(32), weight_scale(j)))
                                     : Expr(weight_scale(j));
@@ -154,6 +162,8 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     pipeline_.core = &core_;
     // Computed once per call, before the tiles: the per-row scales and the quantized x.
     pipeline_.per_call = {xq_, s, inv};
+    // Per strip (with the packed B): the weight's column sums.
+    pipeline_.per_strip = {colsum_};
     if (dynamic) pipeline_.per_call.push_back(rowmax_);
     lanes_ = lanes;
   }
@@ -169,11 +179,14 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
       const Var ri = rowmax_.args()[0];
       if (params.parallel) rowmax_.update().parallel(ri);
     }
+    // The column sums: K outer, columns vectorized (the template vectorizes the pure stage only).
+    colsum_.update().vectorize(colsum_.args()[0], lanes_, TailStrategy::GuardWithIf);
   }
 
  private:
   Func xq_{"x_q"};
   Func rowmax_{"rowmax"};
+  Func colsum_{"colsum"};
   MatmulCore core_;
   schedules::CpuMatmulPipeline pipeline_;
   int lanes_ = 1;

@@ -1,12 +1,13 @@
 // QuantMatmulDequant variants, bit for bit against the reference: the 32 mode combinations
 // (dynamic per token; static per token; static per tensor float32; fused int64 weight scale with a
 // float16 per-tensor x scale) x (smooth or not) x (bias or not) x (both weight layouts), spread over
-// the shipped default schedule and 20 random draws from the CPU template's space: each draw runs one
-// or two combinations (every combination runs once, so each kernel is compiled once) on every shape
-// category of testing::matmul_shapes plus the operator's own: all-zero rows (0 * Inf in dynamic
-// mode), float16 saturation at +-65504, RNE ties of the quantization, bias wrapping, special x
-// values (Inf, NaN, subnormals) and K = 0. A failure prints the index, both values, the shape, the
-// mode, the kernel key and the seed.
+// the shipped default schedule and 20 random draws from the CPU template's space (K grouping
+// included: the sum is exact): each draw runs one or two combinations (every combination runs once,
+// so each kernel is compiled once) on every shape category of testing::matmul_shapes plus the
+// operator's own: all-zero rows (0 * Inf in dynamic mode), float16 saturation at +-65504, RNE ties
+// of the quantization, bias wrapping, special x values (Inf, NaN, subnormals) and subnormal scales,
+// K = 0, and an int32 sum that wraps (K = 150000). A failure prints the index, both values, the
+// shape, the mode, the kernel key and the seed.
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -57,7 +58,7 @@ Combo combo(int c) {
 }
 
 // What a shape category does to the data.
-enum class Data { kRandom, kZeroRows, kSaturate, kTies, kSpecials };
+enum class Data { kRandom, kZeroRows, kSaturate, kTies, kSpecials, kWrap };
 
 struct Case {
   std::string category;
@@ -111,6 +112,7 @@ Inputs make_inputs(const Combo& c, const Case& s, std::mt19937_64& rng) {
   }
   double ws_lo = 1e-3, ws_hi = 5e-2;
   if (s.data == Data::kSaturate) ws_lo = 2.0, ws_hi = 64.0;
+  if (s.data == Data::kWrap) ws_lo = 1e-6, ws_hi = 2e-5;  // |f| of a ~2^31 sum stays below 65504
   if (c.mode == Mode::kFused) {
     // The float32 in the low word; a random high word, which the kernel must ignore.
     in.weight_scale = Tensor(DType::kInt64, {n});
@@ -171,6 +173,21 @@ Inputs make_inputs(const Combo& c, const Case& s, std::mt19937_64& rng) {
       }
       break;
     }
+    case Data::kWrap: {
+      // x_q = 127 everywhere (scale 1: x = 127, or a dynamic row max of 127) and w = +-127, mostly
+      // positive: over k = 150000 the int32 sum passes 2^31 and wraps (and the kernel's internal
+      // u8 x s8 sum of (x_q + 128) * w wraps earlier still).
+      for (int64_t q = 0; q < k; ++q) in.smooth.data<uint16_t>()[q] = f16(1.0f);
+      if (c.mode == Mode::kStaticPerToken) {
+        for (int64_t i = 0; i < m; ++i) in.x_scale.data<float>()[i] = 1.0f;
+      }
+      if (c.mode == Mode::kPerTensor) in.x_scale.data<float>()[0] = 1.0f;
+      if (c.mode == Mode::kFused) in.x_scale.data<uint16_t>()[0] = f16(1.0f);
+      for (int64_t e = 0; e < m * k; ++e) x[e] = f16(127.0f);
+      int8_t* w = in.weight.data<int8_t>();
+      for (int64_t e = 0; e < n * k; ++e) w[e] = rng() % 64 == 0 ? -127 : 127;
+      break;
+    }
     case Data::kSpecials:
       // Any float16 pattern: Inf, NaN (any payload), subnormals, +-65504.
       for (int64_t e = 0; e < m * k; ++e) {
@@ -197,6 +214,7 @@ std::vector<Case> cases_for(int rows, int cols) {
   cs.push_back({"rne_ties", rows + 2, cols, 40, Data::kTies});
   cs.push_back({"specials", rows, cols + 1, 29, Data::kSpecials});
   cs.push_back({"k0", 3, cols - 1 > 0 ? cols - 1 : 1, 0});
+  cs.push_back({"int32_wrap", 2, 3, 150000, Data::kWrap});
   return cs;
 }
 
@@ -213,7 +231,8 @@ int64_t mismatches(const Tensor& expected, const Tensor& actual) {
 TEST(QuantMatmulDequantVariants, BitExactAgainstReference) {
   const auto start = std::chrono::steady_clock::now();
   const uint64_t seed = testing::variant_seed() ^ 0x51D0ull;
-  const auto draws = testing::schedule_draws(host_info(), 32, 20, seed);
+  // The sum is exact (int32), so draws may group K (k_group).
+  const auto draws = testing::schedule_draws(host_info(), 32, 20, seed, /*integer_sum=*/true);
   std::mt19937_64 rng(seed);
   int64_t cases = 0, outputs = 0, bad_outputs = 0, bad_cases = 0;
   std::vector<int> runs(kCombos, 0);
