@@ -4,6 +4,7 @@
 #include "autotune/halide_jit.h"
 #include "autotune/halide_qgemm.h"
 #include "autotune/halide_qlinear_matmul.h"
+#include "autotune/halide_quant_matmul_dequant.h"
 #include "schedules/target_info.h"
 
 namespace mmtune {
@@ -37,7 +38,8 @@ Tensor run_halide(std::string_view op_name, const NamedTensors& in, const Attrib
   if (op == "Gemm") return gemm_halide(gemm_args(in, attrs), v);
   if (op == "QLinearMatMul") return qlinear_matmul_halide(qlinear_matmul_args(in, attrs), v);
   if (op == "QGemm") return qgemm_halide(qgemm_args(in, attrs), v);
-  invalid("mmtune", "operator ", op, " has no Halide implementation yet");
+  if (op == "QuantMatmulDequant") return quant_matmul_dequant_halide(quant_matmul_dequant_args(in, attrs), v);
+  MMTUNE_CHECK(false, "operator " << op << " has no Halide path");
 }
 
 }  // namespace mmtune
