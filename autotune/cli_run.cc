@@ -2,13 +2,19 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "autotune/cli.h"
+#include "autotune/halide_ops.h"
 #include "autotune/npy.h"
+#include "mmtune/mmtune.h"
 #include "reference/registry.h"
+#include "schedules/target_info.h"
 
 namespace mmtune::cli {
 namespace {
@@ -18,6 +24,7 @@ namespace fs = std::filesystem;
 struct RunOptions {
   std::string op;
   std::string impl = "reference";
+  std::string params;  // --impl halide: a cpu_matmul params JSON file
   std::vector<std::string> inputs;
   std::string input_dir;
   std::vector<std::string> attrs;
@@ -142,11 +149,41 @@ void print_values(std::ostream& os, const Tensor& t) {
   os << "\n";
 }
 
+// --impl halide: the schedule from --params, else the template's shipped defaults, shrunk to a
+// 4x2 tile without strips where they do not fit this host's registers (as the variant suites do).
+HalideVariant halide_variant(const RunOptions& o, const NamedTensors& inputs) {
+  HalideVariant v;
+  if (!o.params.empty()) {
+    std::ifstream in(o.params);
+    if (!in) invalid("mmtune run", "--params ", o.params, " cannot be read");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      invalid("mmtune run", "--params ", o.params, " is not JSON: ", e.what());
+    }
+    v.schedule = j.get<schedules::CpuMatmulParams>();
+    return v;
+  }
+  int acc_bits = 32;
+  for (const auto& [name, t] : inputs) {
+    if (dtype_size(t.dtype) == 8) acc_bits = 64;
+  }
+  if (v.schedule.validate(schedules::target_info(host_target()), acc_bits)) {
+    v.schedule.tile_rows = 4;
+    v.schedule.tile_vectors = 2;
+    v.schedule.n_block = 0;
+  }
+  return v;
+}
+
 int run(const RunOptions& o) {
   const OpSpec& op = find_operator(o.op);
-  if (o.impl != "reference") {
-    invalid("mmtune run", "--impl ", o.impl,
-            " is not available in this build; implementations: reference");
+  if (o.impl != "reference" && o.impl != "halide" && o.impl != "runtime") {
+    invalid("mmtune run", "--impl ", o.impl, " is not an implementation; implementations: reference, halide, runtime");
+  }
+  if (!o.params.empty() && o.impl != "halide") {
+    invalid("mmtune run", "--params ", o.params, " applies to --impl halide only, not --impl ", o.impl);
   }
   // Refuse before computing anything when the result could not be written.
   const fs::path out_dir = fs::path(o.output).parent_path();
@@ -156,7 +193,20 @@ int run(const RunOptions& o) {
   if (fs::is_directory(o.output)) invalid("mmtune run", "--output ", o.output, " is a folder");
   const NamedTensors inputs = load_inputs(o);
   const Attributes attrs = parse_attrs(o.attrs);
-  const Tensor y = run_reference(op.name, inputs, attrs);
+  Tensor y;
+  std::string how;
+  if (o.impl == "halide") {
+    const HalideVariant v = halide_variant(o, inputs);
+    y = run_halide(op.name, inputs, attrs, v);
+    nlohmann::json j = v.schedule;
+    how = "JIT for " + host_target() + ", schedule " + j.dump();
+  } else if (o.impl == "runtime") {
+    DispatchInfo info;
+    y = runtime::run(op.name, inputs, attrs, &info);
+    how = info.kernel + ": " + info.reason;
+  } else {
+    y = run_reference(op.name, inputs, attrs);
+  }
   write_npy(o.output, y);
   std::cout << op.name << " (" << o.impl << "): wrote " << o.output << ": " << describe(y);
   if (!is_integer(y.dtype) && y.dtype != DType::kFloat32 && y.dtype != DType::kFloat64 &&
@@ -164,6 +214,7 @@ int run(const RunOptions& o) {
     std::cout << " (stored as " << npy_descr(y.dtype) << " bit patterns)";
   }
   std::cout << "\n";
+  if (!how.empty()) std::cout << "  " << o.impl << ": " << how << "\n";
   if (o.print) print_values(std::cout, y);
   return kExitOk;
 }
@@ -174,7 +225,10 @@ std::function<int()> add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Evaluate one operator on NumPy .npy inputs");
   cmd->add_option("--op", o->op, "Operator: QLinearMatMul, Gemm, QGemm, QuantMatmulDequant")->required();
-  cmd->add_option("--impl", o->impl, "Implementation: reference")->capture_default_str();
+  cmd->add_option("--impl", o->impl,
+                  "Implementation: reference, halide (JIT of the generator), runtime (the linked AOT kernels)")
+      ->capture_default_str();
+  cmd->add_option("--params", o->params, "--impl halide: schedule parameters, a cpu_matmul JSON file");
   cmd->add_option("--input", o->inputs,
                   "NAME=FILE.npy[:dtype] (dtype reinterprets stored bits, e.g. a=a.npy:float8e4m3fn)");
   cmd->add_option("--input-dir", o->input_dir, "Folder of NAME.npy / NAME.DTYPE.npy inputs");

@@ -1,0 +1,236 @@
+# The AOT kernels mmtune ships: reads a committed tuning database (tuned/<target>.json) at configure
+# time, builds one Halide library per kernel and generates the C++ dispatch table that lists them.
+# The build never tunes (STYLE.md item 7); the table is compiled, nothing is read at run time.
+include_guard(GLOBAL)
+
+# The database a host should use: the AVX2 one on any x86-64 host with AVX2, FMA and F16C (AVX-512
+# hosts run that code too), else the SSE4.1 baseline; "none" (no kernels: every call takes the
+# reference path) where neither applies or the host cannot be inspected (cross builds).
+function(mmtune_host_kernel_target out_var)
+  set(target none)
+  if(NOT CMAKE_CROSSCOMPILING AND CMAKE_HOST_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$"
+     AND EXISTS /proc/cpuinfo)
+    file(STRINGS /proc/cpuinfo flags REGEX "^flags" LIMIT_COUNT 1)
+    string(APPEND flags " ")
+    if(flags MATCHES " avx2 " AND flags MATCHES " fma " AND flags MATCHES " f16c ")
+      set(target x86-64-linux-avx2-fma-f16c)
+    elseif(flags MATCHES " sse4_1 ")
+      set(target x86-64-linux-sse41)
+    endif()
+  endif()
+  set(${out_var} "${target}" PARENT_SCOPE)
+endfunction()
+
+mmtune_host_kernel_target(_mmtune_default_target)
+set(MMTUNE_TARGET "${_mmtune_default_target}" CACHE STRING
+    "Halide target of the shipped kernels: the database tuned/<MMTUNE_TARGET>.json, or none")
+
+# Reads member `path...` of `json` into `out`; a fatal error naming `what` when it is missing.
+function(_mmtune_json_get out json what)
+  string(JSON value ERROR_VARIABLE err GET "${json}" ${ARGN})
+  if(err)
+    message(FATAL_ERROR "mmtune_add_kernels: ${what}: ${err}")
+  endif()
+  set(${out} "${value}" PARENT_SCOPE)
+endfunction()
+
+# A JSON scalar as a generator-parameter value: booleans as true/false, numbers and strings as is.
+function(_mmtune_json_scalar out json what)
+  string(JSON type TYPE "${json}" ${ARGN})
+  string(JSON value GET "${json}" ${ARGN})
+  if(type STREQUAL "BOOLEAN")
+    if(value)
+      set(value true)
+    else()
+      set(value false)
+    endif()
+  elseif(NOT type MATCHES "^(NUMBER|STRING)$")
+    message(FATAL_ERROR "mmtune_add_kernels: ${what} is a JSON ${type}; expected a string, number or boolean")
+  endif()
+  set(${out} "${value}" PARENT_SCOPE)
+endfunction()
+
+# The members of object `path...` of `json` as "key=value" items, sorted; `skip` lists keys to leave
+# out.
+function(_mmtune_json_params out json what skip)
+  string(JSON type ERROR_VARIABLE err TYPE "${json}" ${ARGN})
+  if(err OR NOT type STREQUAL "OBJECT")
+    message(FATAL_ERROR "mmtune_add_kernels: ${what} must be a JSON object")
+  endif()
+  string(JSON n LENGTH "${json}" ${ARGN})
+  set(items "")
+  if(n GREATER 0)
+    math(EXPR last "${n} - 1")
+    foreach(i RANGE ${last})
+      string(JSON key MEMBER "${json}" ${ARGN} ${i})
+      if(key IN_LIST skip)
+        continue()
+      endif()
+      _mmtune_json_scalar(value "${json}" "${what}.${key}" ${ARGN} "${key}")
+      if(value MATCHES "[ =;\"\\]" OR value STREQUAL "")
+        message(FATAL_ERROR "mmtune_add_kernels: ${what}.${key}='${value}' must be non-empty, "
+                "without spaces, '=', ';', quotes or backslashes")
+      endif()
+      list(APPEND items "${key}=${value}")
+    endforeach()
+  endif()
+  list(SORT items)
+  set(${out} "${items}" PARENT_SCOPE)
+endfunction()
+
+# mmtune_add_kernels(<name> DATABASE <file.json> FROM <generator executable>)
+#
+# For each kernel of the database, add_halide_library(<kernel name> ...) with the kernel's identity
+# params and schedule as generator params, compiled for the database's target plus user_context (each
+# call carries its own error capture) and C++ name mangling (the function is
+# mmtune::kernels::<kernel name>); one Halide runtime shared by all; then a static library
+# <name> holding the generated dispatch table (<name>_table.cc) and linking every kernel. The table
+# declares, per kernel: name, operator, generator, identity params, schedule, shape bucket and the
+# function, checked at compile time against the operator's signature type
+# mmtune::runtime::<Op>KernelFn (runtime/src/kernel_table.h). A database whose target is "none" has
+# no kernels; an empty table is generated.
+function(mmtune_add_kernels name)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DATABASE;FROM" "")
+  if(NOT ARG_DATABASE OR NOT ARG_FROM)
+    message(FATAL_ERROR "mmtune_add_kernels(${name}): DATABASE and FROM are required")
+  endif()
+  cmake_path(ABSOLUTE_PATH ARG_DATABASE BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")
+  if(NOT EXISTS "${ARG_DATABASE}")
+    message(FATAL_ERROR "mmtune_add_kernels(${name}): no database ${ARG_DATABASE}")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${ARG_DATABASE}")
+  file(READ "${ARG_DATABASE}" json)
+  cmake_path(GET ARG_DATABASE FILENAME db_name)
+  string(JSON err_check ERROR_VARIABLE err TYPE "${json}")
+  if(err)
+    message(FATAL_ERROR "mmtune_add_kernels: ${ARG_DATABASE} is not valid JSON: ${err}")
+  endif()
+  _mmtune_json_get(target "${json}" "${db_name}" target)
+  string(JSON count ERROR_VARIABLE err LENGTH "${json}" kernels)
+  if(err)
+    message(FATAL_ERROR "mmtune_add_kernels: ${db_name}: no 'kernels' array: ${err}")
+  endif()
+
+  # One runtime for every kernel (the Halide runtime is per process: one thread pool, one error
+  # handler); for a kernel-less build, the runtime of the host so that the API still links.
+  set(runtime ${name}.runtime)
+  set(runtime_target "${target}")
+  if(target STREQUAL "none")
+    set(runtime_target host)
+  endif()
+  add_halide_runtime(${runtime} TARGETS "${runtime_target}")
+
+  set(includes "")
+  set(entries "")
+  set(checks "")
+  set(libraries "")
+  set(names "")
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      set(where "${db_name}: kernels[${i}]")
+      _mmtune_json_get(kernel "${json}" "${where}" kernels ${i} name)
+      set(where "${db_name}: kernel ${kernel}")
+      if(NOT kernel MATCHES "^[a-z][a-z0-9_]*__[a-z0-9_]+$")
+        message(FATAL_ERROR "mmtune_add_kernels: ${where}: the name does not follow docs/naming.md "
+                "(<op>_<dtypes>[_<mode>]__<isa>_<tile>, lower case)")
+      endif()
+      if(kernel IN_LIST names)
+        message(FATAL_ERROR "mmtune_add_kernels: ${where} is listed twice")
+      endif()
+      list(APPEND names "${kernel}")
+      _mmtune_json_get(op "${json}" "${where}" kernels ${i} op)
+      if(NOT op MATCHES "^[A-Z][A-Za-z0-9]*$")
+        message(FATAL_ERROR "mmtune_add_kernels: ${where}: op '${op}' is not an ONNX operator name")
+      endif()
+      _mmtune_json_get(generator "${json}" "${where}" kernels ${i} generator)
+      _mmtune_json_params(identity "${json}" "${where}: params" "" kernels ${i} params)
+      _mmtune_json_params(schedule "${json}" "${where}: schedule" "template" kernels ${i} schedule)
+
+      # The bucket: "any", or an object of optional m_min, m_max, n_min, n_max, k_min, k_max.
+      set(bounds "")
+      string(JSON bucket_type ERROR_VARIABLE err TYPE "${json}" kernels ${i} bucket)
+      if(err)
+        message(FATAL_ERROR "mmtune_add_kernels: ${where}: no 'bucket' (\"any\" or {\"m_min\": ...})")
+      elseif(bucket_type STREQUAL "STRING")
+        string(JSON any GET "${json}" kernels ${i} bucket)
+        if(NOT any STREQUAL "any")
+          message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket '${any}' is not \"any\" or an object")
+        endif()
+      elseif(bucket_type STREQUAL "OBJECT")
+        _mmtune_json_params(bounds "${json}" "${where}: bucket" "" kernels ${i} bucket)
+      else()
+        message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket is a JSON ${bucket_type}")
+      endif()
+      set(bucket "")
+      foreach(dim IN ITEMS m n k)
+        set(lo 0)
+        set(hi -1)  # unbounded
+        foreach(item IN LISTS bounds)
+          if(item MATCHES "^${dim}_min=([0-9]+)$")
+            set(lo "${CMAKE_MATCH_1}")
+          elseif(item MATCHES "^${dim}_max=([0-9]+)$")
+            set(hi "${CMAKE_MATCH_1}")
+          elseif(NOT item MATCHES "^[mnk]_(min|max)=[0-9]+$")
+            message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket entry '${item}' is not "
+                    "m_min, m_max, n_min, n_max, k_min or k_max with a non-negative integer")
+          endif()
+        endforeach()
+        string(APPEND bucket "${lo}, ${hi}, ")
+      endforeach()
+
+      # The generator params: identity and schedule (the schedule's keys are the generator's knobs).
+      add_halide_library(${kernel} FROM ${ARG_FROM}
+                         GENERATOR ${generator}
+                         FUNCTION_NAME ${kernel}
+                         NAMESPACE mmtune::kernels
+                         USE_RUNTIME ${runtime}
+                         TARGETS "${target}-user_context-c_plus_plus_name_mangling"
+                         PARAMS ${identity} ${schedule})
+      list(APPEND libraries ${kernel})
+      string(APPEND includes "#include \"${kernel}.h\"\n")
+      string(APPEND checks
+             "static_assert(std::is_same_v<decltype(&mmtune::kernels::${kernel}), ${op}KernelFn>,\n"
+             "              \"${kernel}: its signature is not ${op}KernelFn\");\n")
+      list(JOIN identity " " identity_text)
+      list(JOIN schedule " " schedule_text)
+      string(APPEND entries
+             "    {\"${kernel}\", \"${op}\", \"${generator}\",\n"
+             "     \"${identity_text}\",\n"
+             "     \"${schedule_text}\",\n"
+             "     {${bucket}}, reinterpret_cast<KernelFn>(&mmtune::kernels::${kernel})},\n")
+    endforeach()
+  endif()
+  if(entries STREQUAL "")
+    set(entries "    {nullptr, nullptr, nullptr, nullptr, nullptr, {}, nullptr},  // none\n")
+  endif()
+
+  file(RELATIVE_PATH db_rel "${PROJECT_SOURCE_DIR}" "${ARG_DATABASE}")
+  set(table "${CMAKE_CURRENT_BINARY_DIR}/${name}_table.cc")
+  file(CONFIGURE OUTPUT "${table}" @ONLY CONTENT [[
+// The dispatch table of the linked kernels. Generated by cmake/MmtuneKernels.cmake from
+// @db_rel@ at configure time: do not edit.
+#include <type_traits>
+
+#include "runtime/src/kernel_table.h"
+@includes@
+namespace mmtune::runtime {
+
+@checks@
+const KernelTable& linked_kernels() {
+  static const KernelEntry entries[] = {
+@entries@  };
+  static const KernelTable table{"@target@", "@db_rel@", entries,
+                                 entries[0].name ? sizeof(entries) / sizeof(entries[0]) : 0};
+  return table;
+}
+
+}  // namespace mmtune::runtime
+]])
+
+  add_library(${name} STATIC "${table}")
+  target_include_directories(${name} PRIVATE "${PROJECT_SOURCE_DIR}")
+  target_link_libraries(${name} PUBLIC ${libraries} ${runtime} Halide::Runtime)
+  list(LENGTH libraries n)
+  message(STATUS "mmtune: ${n} AOT kernels for ${target} from ${db_rel}")
+endfunction()

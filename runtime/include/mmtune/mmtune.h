@@ -1,0 +1,79 @@
+// mmtune's runtime library: the operators with ONNX semantics over the ahead-of-time kernels linked
+// into this build (a dispatch table generated from a tuning database, tuned/<target>.json), with the
+// reference's validation and an exact fallback. Nothing is read at run time.
+//
+// Every call validates exactly as the reference does (same InvalidArgument messages), then runs the
+// linked kernel whose identity (operator, dtypes, mode, ...) matches the call and whose shape bucket
+// contains (M, N, K) (or the nearest bucket of that identity); when no kernel may run, the reference
+// implementation computes the result: slower, never different. DispatchInfo says which ran and why.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reference/error.h"
+#include "reference/gemm.h"
+#include "reference/qgemm.h"
+#include "reference/qlinear_matmul.h"
+#include "reference/quant_matmul_dequant.h"
+#include "reference/registry.h"
+#include "reference/tensor.h"
+
+namespace mmtune {
+
+// Which implementation computed a call.
+struct DispatchInfo {
+  std::string kernel;  // the AOT kernel's name (docs/naming.md), or "reference"
+  std::string reason;  // the bucket that matched, or why no kernel could run
+  bool used_kernel() const { return !kernel.empty() && kernel != "reference"; }
+};
+
+// A linked kernel returned an error (a Halide runtime error: a failed allocation, a violated buffer
+// constraint). Never a user mistake, which is rejected before any kernel runs.
+class KernelError : public InternalError {
+ public:
+  KernelError(std::string kernel, int code, const std::string& what);
+  const std::string& kernel() const { return kernel_; }
+  int code() const { return code_; }  // halide_error_code_t
+
+ private:
+  std::string kernel_;
+  int code_;
+};
+
+// Threads of the kernels' pool (Halide's, shared by every call in the process); 0 restores the
+// default ($HL_NUM_THREADS, else the number of cores). Returns the previous setting.
+int set_num_threads(int n);
+
+namespace runtime {
+
+// The operators (arguments as the reference takes them: reference/<op>.h). `info`, when given,
+// receives the kernel that ran.
+Tensor gemm(const GemmArgs& args, DispatchInfo* info = nullptr);
+Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info = nullptr);
+Tensor qgemm(const QGemmArgs& args, DispatchInfo* info = nullptr);
+Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* info = nullptr);
+
+// Named-tensor entry point, the runtime's twin of run_reference (same names, attributes, checks).
+Tensor run(std::string_view op, const NamedTensors& inputs, const Attributes& attrs,
+           DispatchInfo* info = nullptr);
+
+// The kernels linked into this build.
+struct KernelInfo {
+  std::string name;       // docs/naming.md
+  std::string op;         // ONNX operator name
+  std::string generator;  // Halide generator
+  std::map<std::string, std::string> identity;  // generator params defining what it computes
+  std::map<std::string, std::string> schedule;  // generator params of its schedule
+  std::string bucket;                           // "any", "m 1..3", "m 4.."
+};
+std::vector<KernelInfo> linked_kernel_infos();
+// Halide target of the linked kernels ("none" when the build has none) and the database they came
+// from.
+std::string kernel_target();
+std::string kernel_database();
+
+}  // namespace runtime
+}  // namespace mmtune

@@ -1,0 +1,66 @@
+// Calling a linked kernel: the per-call error capture behind Halide's error handler, the check that
+// this CPU runs the kernels' target, and the identity a call needs.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "autotune/kernel_key.h"
+#include "mmtune/mmtune.h"
+#include "reference/tensor.h"
+#include "runtime/src/kernel_table.h"
+
+namespace mmtune::runtime {
+
+// One kernel invocation. Its user_context() goes to the kernel; Halide's error handler (installed
+// once, chained to the previous one for other Halide code in the process) appends the messages of
+// that invocation here, from whichever thread of the pool raised them. check() throws KernelError
+// naming the kernel when the kernel returned non-zero.
+class KernelCall {
+ public:
+  explicit KernelCall(const KernelEntry& kernel);
+  ~KernelCall();
+  KernelCall(const KernelCall&) = delete;
+  KernelCall& operator=(const KernelCall&) = delete;
+
+  void* user_context() { return this; }
+  void check(int rc) const;
+
+  // Called by the error handler.
+  void append(const char* message);
+
+ private:
+  const KernelEntry& kernel_;
+  std::string message_;
+};
+
+// The generator params of `key` that define what the kernel computes: all but the schedule
+// template's knobs.
+std::map<std::string, std::string> identity_of(const KernelKey& key);
+
+// Why this CPU cannot run code for the Halide target `target` (a feature it lacks, or one mmtune
+// cannot confirm), or nullopt. Computed once per target string.
+std::optional<std::string> cpu_cannot_run(const std::string& target);
+
+// A buffer a kernel call would take: a dense tensor of `shape` and `dtype`.
+struct BufferShape {
+  Shape shape;
+  DType dtype;
+};
+
+// Whether a dense tensor of `shape` and `t` fits the kernels' 32-bit Halide buffers (each extent and
+// the byte size below 2^31).
+bool fits_halide_buffer(const Shape& shape, DType t);
+
+// A row-major copy of the transpose of a 2-D tensor (exact: bytes move, nothing is computed).
+Tensor transposed(const Tensor& x);
+
+// The kernel that serves `op` with `key` for an (m, n, k) product, after the checks every operator
+// shares (the target runs on this CPU, the tensors fit 32-bit buffers); nullptr when none may run.
+// Fills `info` with the kernel's name or "reference" and the reason.
+const KernelEntry* choose_kernel(const std::string& op, const KernelKey& key, int64_t m, int64_t n,
+                                 int64_t k, const std::vector<BufferShape>& buffers,
+                                 DispatchInfo& info);
+
+}  // namespace mmtune::runtime

@@ -1,0 +1,95 @@
+// Kernel selection over the generated table.
+#include "runtime/src/kernel_table.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "reference/error.h"
+
+namespace mmtune::runtime {
+namespace {
+
+bool in_range(int64_t x, int64_t lo, int64_t hi) { return x >= lo && (hi < 0 || x <= hi); }
+
+// |log2(x / bound)| to the nearer end of [lo, hi]; sizes below 1 count as 1.
+double range_distance(int64_t x, int64_t lo, int64_t hi) {
+  const double v = std::max<int64_t>(x, 1);
+  if (x < lo) return std::log2(static_cast<double>(std::max<int64_t>(lo, 1)) / v);
+  if (hi >= 0 && x > hi) return std::log2(v / static_cast<double>(std::max<int64_t>(hi, 1)));
+  return 0.0;
+}
+
+void append_range(std::ostringstream& os, const char* dim, int64_t lo, int64_t hi) {
+  if (lo == 0 && hi < 0) return;
+  if (os.tellp() > 0) os << " ";
+  os << dim << " " << (lo > 0 ? std::to_string(lo) : "") << ".." << (hi >= 0 ? std::to_string(hi) : "");
+}
+
+}  // namespace
+
+bool Bucket::contains(int64_t m, int64_t n, int64_t k) const {
+  return in_range(m, m_min, m_max) && in_range(n, n_min, n_max) && in_range(k, k_min, k_max);
+}
+
+double Bucket::distance(int64_t m, int64_t n, int64_t k) const {
+  return range_distance(m, m_min, m_max) + range_distance(n, n_min, n_max) +
+         range_distance(k, k_min, k_max);
+}
+
+std::string Bucket::to_string() const {
+  std::ostringstream os;
+  append_range(os, "m", m_min, m_max);
+  append_range(os, "n", n_min, n_max);
+  append_range(os, "k", k_min, k_max);
+  const std::string s = os.str();
+  return s.empty() ? "any" : s;
+}
+
+std::map<std::string, std::string> parse_params(const char* text) {
+  std::map<std::string, std::string> params;
+  std::istringstream in(text ? text : "");
+  for (std::string item; in >> item;) {
+    const auto eq = item.find('=');
+    MMTUNE_CHECK(eq != std::string::npos && eq > 0, "kernel table parameter '" << item << "'");
+    params[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return params;
+}
+
+Selection select_kernel(const KernelTable& table, const std::string& op,
+                        const std::map<std::string, std::string>& identity, int64_t m, int64_t n,
+                        int64_t k) {
+  Selection s;
+  const KernelEntry* nearest = nullptr;
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < table.size; ++i) {
+    const KernelEntry& e = table.entries[i];
+    if (op != e.op || parse_params(e.identity) != identity) continue;
+    if (e.bucket.contains(m, n, k)) {
+      s.kernel = &e;
+      s.reason = "bucket " + e.bucket.to_string() + " contains M=" + std::to_string(m) +
+                 " N=" + std::to_string(n) + " K=" + std::to_string(k);
+      return s;
+    }
+    const double d = e.bucket.distance(m, n, k);
+    if (d < best) {
+      best = d;
+      nearest = &e;
+    }
+  }
+  if (nearest) {
+    s.kernel = nearest;
+    s.reason = "no bucket contains M=" + std::to_string(m) + " N=" + std::to_string(n) +
+               " K=" + std::to_string(k) + "; nearest bucket " + nearest->bucket.to_string();
+    return s;
+  }
+  std::ostringstream why;
+  why << "no " << op << " kernel in this build (" << table.target << ") computes";
+  for (const auto& [key, value] : identity) why << " " << key << "=" << value;
+  s.reason = why.str();
+  return s;
+}
+
+}  // namespace mmtune::runtime

@@ -1,0 +1,72 @@
+// The dispatch table the build generates (cmake/MmtuneKernels.cmake) from a tuning database: one
+// entry per linked AOT kernel, and the rule that picks one for a call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "HalideRuntime.h"
+
+namespace mmtune::runtime {
+
+// Each operator's AOT signature, as Halide declares it for the generator's Inputs and Outputs (in
+// declaration order, after the user context). The generated table checks every kernel against the
+// type named after its operator, so a generator whose signature changes fails to compile here
+// instead of being called wrongly. Adding an operator: one line here and one adapter (see gemm.cc).
+using GemmKernelFn = int (*)(const void* user_context, halide_buffer_t* A, halide_buffer_t* B,
+                             halide_buffer_t* C, float alpha, float beta, halide_buffer_t* Y);
+
+// Type-erased pointer to a kernel; the operator's adapter casts it back to <Op>KernelFn.
+using KernelFn = void (*)();
+
+// Shapes a kernel was tuned for: inclusive ranges of M, N, K; max < 0 means unbounded.
+struct Bucket {
+  int64_t m_min = 0, m_max = -1, n_min = 0, n_max = -1, k_min = 0, k_max = -1;
+
+  bool contains(int64_t m, int64_t n, int64_t k) const;
+  // How far (m, n, k) lies outside: the sum over dims of |log2(x / nearest bound)|; 0 inside.
+  double distance(int64_t m, int64_t n, int64_t k) const;
+  std::string to_string() const;  // "any", "m 1..3", "m 4.. n ..512"
+};
+
+struct KernelEntry {
+  const char* name;       // docs/naming.md: "gemm_f32_strict__x86_avx2_6x16k4n128t"
+  const char* op;         // ONNX operator name: "Gemm"
+  const char* generator;  // registered Halide generator: "mmtune_gemm"
+  const char* identity;   // generator params that define what it computes, "k=v" sorted by key
+  const char* schedule;   // the schedule template's generator params, "k=v" sorted by key
+  Bucket bucket;
+  KernelFn fn;
+};
+
+struct KernelTable {
+  const char* target;    // Halide target string of every kernel, or "none"
+  const char* database;  // the database it was generated from, relative to the source tree
+  const KernelEntry* entries;
+  std::size_t size;
+};
+
+// The table of the kernels linked into this build (generated source).
+const KernelTable& linked_kernels();
+
+// "k=v k=v" -> map.
+std::map<std::string, std::string> parse_params(const char* text);
+
+// Which kernel serves a call, and why.
+struct Selection {
+  const KernelEntry* kernel = nullptr;  // nullptr: no kernel of this identity
+  std::string reason;
+};
+
+// The kernel of `op` whose identity equals `identity` and whose bucket contains (m, n, k), the first
+// in table order (databases list narrow buckets before wide ones); when only buckets that miss the
+// shape exist for the identity, the nearest of them (every kernel computes every shape exactly; a
+// bucket says where it is fast). nullptr when no kernel has the identity.
+Selection select_kernel(const KernelTable& table, const std::string& op,
+                        const std::map<std::string, std::string>& identity, int64_t m, int64_t n,
+                        int64_t k);
+
+}  // namespace mmtune::runtime

@@ -1,0 +1,67 @@
+// The naming grammar of docs/naming.md.
+#include "runtime/src/naming.h"
+
+#include "reference/dtype.h"
+#include "reference/error.h"
+#include "reference/registry.h"
+#include "schedules/cpu/matmul_params.h"
+#include "schedules/target_info.h"
+
+namespace mmtune::runtime {
+namespace {
+
+const std::string& param(const std::map<std::string, std::string>& p, const std::string& key,
+                         const std::string& op) {
+  auto it = p.find(key);
+  if (it == p.end()) invalid("kernel name", op, " kernel has no generator parameter ", key);
+  return it->second;
+}
+
+int type_bits(const std::string& generator_type) {
+  const auto t = dtype_from_name(generator_type);
+  if (!t) invalid("kernel name", "'", generator_type, "' is not a dtype");
+  return static_cast<int>(dtype_size(*t) * 8);
+}
+
+}  // namespace
+
+std::string dtype_code(const std::string& type) {
+  if (type == "bfloat16") return "bf16";
+  if (type.rfind("float8", 0) == 0) return "f8" + type.substr(6);
+  if (type.rfind("float", 0) == 0) return "f" + type.substr(5);
+  if (type.rfind("uint", 0) == 0) return "u" + type.substr(4);
+  if (type.rfind("int", 0) == 0) return "s" + type.substr(3);
+  invalid("kernel name", "'", type, "' is not a dtype");
+}
+
+std::string kernel_name(const std::string& op, const std::map<std::string, std::string>& id,
+                        const std::map<std::string, std::string>& schedule, const std::string& target) {
+  const std::string alias = find_operator(op).alias;
+  std::string what;
+  int acc_bits = 32;
+  if (op == "Gemm") {
+    // One type for A, B, C and Y; the contract only for float32/float64 (the others are exact
+    // under both); the layout only when it is not the canonical one the runtime calls.
+    const std::string& t = param(id, "A.type", op);
+    const bool wide_float = t == "float32" || t == "float64";
+    what = alias + "_" + dtype_code(t);
+    if (wide_float) what += "_" + param(id, "contract", op);
+    if (param(id, "trans_a", op) == "true") what += "_ta";
+    if (param(id, "trans_b", op) == "true") what += "_tb";
+    if (param(id, "has_c", op) == "false") what += "_noc";
+    acc_bits = (t == "float16" || t == "bfloat16") ? 32 : type_bits(t);
+  } else if (op == "QLinearMatMul") {
+    what = alias + "_" + dtype_code(param(id, "a.type", op)) + "_" + dtype_code(param(id, "b.type", op)) +
+           "_" + dtype_code(param(id, "y.type", op)) + "_" +
+           (param(id, "requant", op) == "float64" ? "f64rq" : "f32rq");
+    const std::string& scale = param(id, "scale_type", op);
+    if (scale != "float32") what += "_" + dtype_code(scale) + "scale";
+  } else {
+    invalid("kernel name", "no naming rule for ", op, " kernels yet (docs/naming.md)");
+  }
+  const schedules::TargetInfo ti = schedules::target_info(target);
+  const auto params = schedules::CpuMatmulParams::from_generator_params(schedule);
+  return what + "__" + ti.family + "_" + ti.isa + "_" + params.tag(ti, acc_bits);
+}
+
+}  // namespace mmtune::runtime
