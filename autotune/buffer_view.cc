@@ -25,6 +25,18 @@ halide_type_t halide_type(DType t) {
   }
 }
 
+namespace {
+
+// Never a null pointer: Halide reads a buffer with a null host pointer as a bounds query and
+// silently computes nothing. An empty tensor gets a valid (never read) address.
+uint8_t* host_pointer(const Tensor& t, int64_t offset = 0) {
+  static uint8_t empty[8] = {};
+  if (t.bytes.empty()) return empty;
+  return const_cast<uint8_t*>(t.bytes.data()) + offset * static_cast<int64_t>(dtype_size(t.dtype));
+}
+
+}  // namespace
+
 Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape) {
   // Dense strides for a tensor read as its own shape (size-1 dims keep a real stride, which the
   // kernels' stride-1 constraint on the innermost dim needs); zero strides where it broadcasts.
@@ -41,8 +53,8 @@ Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape) {
     const std::size_t hd = shape.size() - 1 - d;
     dims[hd] = halide_dimension_t(0, static_cast<int32_t>(shape[d]), static_cast<int32_t>(strides[d]));
   }
-  return Halide::Runtime::Buffer<void>(halide_type(t.dtype), const_cast<uint8_t*>(t.bytes.data()),
-                                       static_cast<int>(dims.size()), dims.data());
+  return Halide::Runtime::Buffer<void>(halide_type(t.dtype), host_pointer(t), static_cast<int>(dims.size()),
+                                       dims.data());
 }
 
 }  // namespace mmtune
@@ -52,8 +64,7 @@ namespace mmtune {
 Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64_t rows, int64_t cols) {
   halide_dimension_t dims[2] = {halide_dimension_t(0, static_cast<int32_t>(cols), 1),
                                 halide_dimension_t(0, static_cast<int32_t>(rows), static_cast<int32_t>(cols))};
-  uint8_t* base = const_cast<uint8_t*>(t.bytes.data()) + offset * static_cast<int64_t>(dtype_size(t.dtype));
-  return Halide::Runtime::Buffer<void>(halide_type(t.dtype), base, 2, dims);
+  return Halide::Runtime::Buffer<void>(halide_type(t.dtype), host_pointer(t, offset), 2, dims);
 }
 
 }  // namespace mmtune

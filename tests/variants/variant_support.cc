@@ -47,7 +47,7 @@ std::vector<MatmulShape> matmul_shapes(int rows, int cols, bool deep) {
       {"ragged", 2 * rows + 1, 3 * cols - 1, 17},        {"ragged", rows - 1 > 0 ? rows - 1 : 1, cols + 1, 9},
       {"pow2", 64, 64, 64},   {"pow2_pm1", 63, 65, 127}, {"pow2_pm1", 33, 31, 65},
       {"shallow_k", 19, 45, 1}, {"shallow_k", 13, 70, 4}, {"gemv", 1, 257, 300},
-      {"gemv", 1, 5, 1000},
+      {"gemv", 1, 5, 1000},   {"empty_k", 3, 2 * cols + 1, 0},
   };
   if (deep) s.push_back({"deep_k", 9, 35, 4099});
   return s;

@@ -29,7 +29,8 @@ struct MatmulShape {
   int64_t m, n, k;
 };
 // Shape categories relative to a tile of `rows` x `cols`: tiny (1..10), exact tile multiples,
-// ragged (multiples +- 1), powers of two +- 1, deep K (>= 4096), shallow K (<= 4), GEMV (M = 1).
+// ragged (multiples +- 1), powers of two +- 1, deep K (>= 4096), shallow K (<= 4), GEMV (M = 1),
+// K = 0 (no sum: the epilogue alone).
 // `deep` = false leaves out the deep-K shape (for slow dtypes).
 std::vector<MatmulShape> matmul_shapes(int rows, int cols, bool deep = true);
 
