@@ -51,9 +51,15 @@ std::string kernel_name(const std::string& op, const std::map<std::string, std::
     if (param(id, "has_c", op) == "false") what += "_noc";
     acc_bits = (t == "float16" || t == "bfloat16") ? 32 : type_bits(t);
   } else if (op == "QLinearMatMul") {
-    what = alias + "_" + dtype_code(param(id, "a.type", op)) + "_" + dtype_code(param(id, "b.type", op)) +
-           "_" + dtype_code(param(id, "y.type", op)) + "_" +
-           (param(id, "requant", op) == "float64" ? "f64rq" : "f32rq");
+    // float8 operands travel as uint8 bit patterns; their formats are separate parameters, and
+    // float8 has one rounding rule (no requantization mode).
+    const bool float8 = id.count("a_format") > 0;
+    auto code = [&](const char* operand) {
+      const std::string o(operand);
+      return dtype_code(param(id, float8 ? o + "_format" : o + ".type", op));
+    };
+    what = alias + "_" + code("a") + "_" + code("b") + "_" + code("y");
+    if (!float8) what += param(id, "requant", op) == "float64" ? "_f64rq" : "_f32rq";
     const std::string& scale = param(id, "scale_type", op);
     if (scale != "float32") what += "_" + dtype_code(scale) + "scale";
   } else {

@@ -300,6 +300,16 @@ TEST(Naming, LinkedKernelsFollowTheGrammar) {
                                   {"n_block", "256"}, {"pack_b", "true"}, {"parallel", "true"}},
                                  "x86-64-linux-avx2-fma-f16c"),
             "qlinear_matmul_u8_s8_u8_f32rq__x86_avx2_6x16k4n256pt");
+  // float8: the formats name the types, no requantization mode.
+  EXPECT_EQ(runtime::kernel_name("QLinearMatMul",
+                                 {{"a.type", "uint8"}, {"b.type", "uint8"}, {"y.type", "uint8"},
+                                  {"a_format", "float8e4m3fn"}, {"b_format", "float8e5m2"},
+                                  {"y_format", "float8e4m3fn"}, {"scale_type", "float16"},
+                                  {"requant", "float32"}},
+                                 {{"tile_rows", "4"}, {"tile_vectors", "1"}, {"n_block", "0"},
+                                  {"pack_b", "false"}, {"parallel", "false"}},
+                                 "x86-64-linux-sse41"),
+            "qlinear_matmul_f8e4m3fn_f8e5m2_f8e4m3fn_f16scale__x86_sse41_4x4k4");
 }
 
 // Every committed database (built or not): names follow the grammar, schedules fit the target,
