@@ -119,27 +119,13 @@ GemmPlan validate_gemm(const GemmArgs& args) {
                 {DType::kFloat16, DType::kFloat32, DType::kFloat64, DType::kUInt32, DType::kUInt64,
                  DType::kInt32, DType::kInt64, DType::kBFloat16});
   require_same_dtype(kOp, "B", b, "A", a);
-  require_rank(kOp, "A", a, 2);
-  require_rank(kOp, "B", b, 2);
-  GemmPlan p;
-  p.m = args.trans_a ? a.shape[1] : a.shape[0];
-  p.k = args.trans_a ? a.shape[0] : a.shape[1];
-  const int64_t kb = args.trans_b ? b.shape[1] : b.shape[0];
-  p.n = args.trans_b ? b.shape[0] : b.shape[1];
-  if (p.k != kb) {
-    invalid(kOp, "A has shape ", shape_str(a.shape), args.trans_a ? " (transA=1)" : "",
-            " and B has shape ", shape_str(b.shape), args.trans_b ? " (transB=1)" : "",
-            ": the inner dimensions differ (K=", p.k, " for A, ", kb, " for B)");
-  }
+  const GemmDims d = gemm_dims(kOp, a, b, args.trans_a, args.trans_b);
+  GemmPlan p{d.m, d.k, d.n};
   if (args.c != nullptr) {
     const Tensor& c = require_present(kOp, "C", args.c);
     require_same_dtype(kOp, "C", c, "A", a);
-    if (!broadcasts_to(c.shape, {p.m, p.n})) {
-      invalid(kOp, "C has shape ", shape_str(c.shape), "; it must broadcast unidirectionally to (M, N) = ",
-              shape_str({p.m, p.n}), ": (), (1), (N), (1, N), (M, 1) or (M, N)");
-    }
+    require_broadcast_to_output(kOp, c, p.m, p.n);
   }
-  shape_numel({p.m, p.n}, std::string(kOp) + ": Y");
   return p;
 }
 

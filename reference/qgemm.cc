@@ -31,18 +31,11 @@ QGemmPlan validate_qgemm(const QGemmArgs& args) {
     invalid(kOp, "A is int8 and B is ", dtype_name(b.dtype),
             "; supported pairs are (uint8, uint8), (uint8, int8) and (int8, int8)");
   }
-  require_rank(kOp, "A", a, 2);
-  require_rank(kOp, "B", b, 2);
+  const GemmDims d = gemm_dims(kOp, a, b, args.trans_a, args.trans_b);
   QGemmPlan p;
-  p.m = args.trans_a ? a.shape[1] : a.shape[0];
-  p.k = args.trans_a ? a.shape[0] : a.shape[1];
-  const int64_t kb = args.trans_b ? b.shape[1] : b.shape[0];
-  p.n = args.trans_b ? b.shape[0] : b.shape[1];
-  if (p.k != kb) {
-    invalid(kOp, "A has shape ", shape_str(a.shape), args.trans_a ? " (transA=1)" : "",
-            " and B has shape ", shape_str(b.shape), args.trans_b ? " (transB=1)" : "",
-            ": the inner dimensions differ (K=", p.k, " for A, ", kb, " for B)");
-  }
+  p.m = d.m;
+  p.k = d.k;
+  p.n = d.n;
   require_single_value(kOp, "a_scale", a_scale);
   require_single_value(kOp, "a_zero_point", a_zp);
   const bool b_ok = b_scale.rank() == 0 || (b_scale.rank() == 1 && (b_scale.shape[0] == 1 ||
@@ -58,10 +51,7 @@ QGemmPlan validate_qgemm(const QGemmArgs& args) {
   if (args.c != nullptr) {
     const Tensor& c = require_present(kOp, "C", args.c);
     require_dtype(kOp, "C", c, {DType::kInt32});
-    if (!broadcasts_to(c.shape, {p.m, p.n})) {
-      invalid(kOp, "C has shape ", shape_str(c.shape), "; it must broadcast unidirectionally to (M, N) = ",
-              shape_str({p.m, p.n}), ": (), (1), (N), (1, N), (M, 1) or (M, N)");
-    }
+    require_broadcast_to_output(kOp, c, p.m, p.n);
   }
   if (args.y_zero_point != nullptr && args.y_scale == nullptr) {
     invalid(kOp, "y_zero_point is given without y_scale; a quantized output needs both");
@@ -94,7 +84,6 @@ QGemmPlan validate_qgemm(const QGemmArgs& args) {
     invalid(kOp, "alpha * a_scale * b_scale / y_scale overflows float32 (alpha ", args.alpha,
             ", largest b_scale ", max_bs, "); the output scale must be finite");
   }
-  shape_numel({p.m, p.n}, std::string(kOp) + ": Y");
   return p;
 }
 

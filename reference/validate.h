@@ -26,4 +26,14 @@ void require_consistent(const std::string& op, const std::string& name, const Te
 // Every element of a float tensor (any float dtype) is finite and > 0.
 void require_positive_finite(const std::string& op, const std::string& name, const Tensor& t);
 
+// Gemm-style operands: A (M, K) or (K, M) with trans_a, B (K, N) or (N, K) with trans_b, both
+// rank 2 with equal K. Returns {M, K, N}.
+struct GemmDims {
+  int64_t m, k, n;
+};
+GemmDims gemm_dims(const std::string& op, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b);
+
+// C broadcasts unidirectionally to (M, N): (), (1), (N), (1, N), (M, 1) or (M, N).
+void require_broadcast_to_output(const std::string& op, const Tensor& c, int64_t m, int64_t n);
+
 }  // namespace mmtune
