@@ -165,15 +165,12 @@ HalideVariant halide_variant(const RunOptions& o, const NamedTensors& inputs) {
     v.schedule = j.get<schedules::CpuMatmulParams>();
     return v;
   }
+  // 64-bit accumulators: float64/int64/uint64 Gemm and float8 QLinearMatMul (float64 sums).
   int acc_bits = 32;
   for (const auto& [name, t] : inputs) {
-    if (dtype_size(t.dtype) == 8) acc_bits = 64;
+    if (dtype_size(t.dtype) == 8 || is_float8(t.dtype)) acc_bits = 64;
   }
-  if (v.schedule.validate(schedules::target_info(host_target()), acc_bits)) {
-    v.schedule.tile_rows = 4;
-    v.schedule.tile_vectors = 2;
-    v.schedule.n_block = 0;
-  }
+  v.schedule = schedules::default_params(schedules::target_info(host_target()), acc_bits);
   return v;
 }
 

@@ -137,6 +137,17 @@ void from_json(const nlohmann::json& j, CpuMatmulParams& p) {
   }
 }
 
+CpuMatmulParams default_params(const TargetInfo& t, int acc_bits) {
+  CpuMatmulParams p;
+  if (p.validate(t, acc_bits)) {
+    p.tile_rows = 4;
+    p.tile_vectors = 2;
+    p.n_block = 0;
+  }
+  MMTUNE_CHECK(!p.validate(t, acc_bits), "no default cpu_matmul parameters fit " << t.target);
+  return p;
+}
+
 CpuMatmulParams sample(const CpuMatmulSpace& s, const TargetInfo& t, int acc_bits, bool integer_sum,
                        std::mt19937_64& rng) {
   auto pick = [&](const std::vector<int>& v) {

@@ -61,6 +61,10 @@ struct CpuMatmulSpace {
   std::vector<int> k_group{1, 2, 4};
 };
 
+// The template's defaults for a target: CpuMatmulParams{} where they fit its registers, else a
+// 4x2 tile without strips (e.g. 64-bit lanes on a 16-register ISA).
+CpuMatmulParams default_params(const TargetInfo& t, int acc_bits);
+
 // Draws valid parameters uniformly from the space (rejection sampling against validate()).
 CpuMatmulParams sample(const CpuMatmulSpace& space, const TargetInfo& t, int acc_bits, bool integer_sum,
                        std::mt19937_64& rng);

@@ -24,14 +24,7 @@ uint64_t variant_seed() {
 std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, int acc_bits, int count,
                                          uint64_t seed, bool integer_sum) {
   std::vector<ScheduleDraw> draws;
-  schedules::CpuMatmulParams def;
-  if (def.validate(t, acc_bits)) {
-    // The default tile may not fit a small register file (e.g. 64-bit lanes on SSE): shrink it.
-    def.tile_rows = 4;
-    def.tile_vectors = 2;
-    def.n_block = 0;
-  }
-  draws.push_back({"default", def});
+  draws.push_back({"default", schedules::default_params(t, acc_bits)});
   std::mt19937_64 rng(seed);
   schedules::CpuMatmulSpace space;
   for (int n = 0; n < count; ++n) {
