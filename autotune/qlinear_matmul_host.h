@@ -1,0 +1,42 @@
+// QLinearMatMul's host side, shared by the JIT path (autotune/halide_qlinear_matmul.cc) and the
+// runtime's AOT kernels (runtime/src/qlinear_matmul.cc): the generator computes one 2-D product
+// with per-row / per-column parameters; the host walks the N-D batch (broadcasting), widens each
+// entry's parameters exactly and calls the kernel once per entry. No libHalide: only Halide's
+// runtime buffer types.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "HalideRuntime.h"
+#include "reference/qlinear_matmul.h"
+
+namespace mmtune {
+
+// One call of an mmtune_qlinear_matmul kernel, in the generator's argument order (the caller adds
+// its user context): a (M, K), b (K, N) of the operands' types; a_scale (M) float32 and
+// a_zero_point (M) int32 per row; b_scale (N) float32 and b_zero_point (N) int32 per column;
+// y (M, N) of the output type. Returns the Halide error code; a caller that can name the failure
+// better (the JIT's key, the runtime's kernel) throws itself.
+using QLinearMatMulKernelCall =
+    std::function<int(halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* a_scale,
+                      halide_buffer_t* a_zero_point, halide_buffer_t* b_scale,
+                      halide_buffer_t* b_zero_point, float y_scale, int32_t y_zero_point,
+                      halide_buffer_t* y)>;
+
+// Why a valid call (`plan` = validate_qlinear_matmul(args)) runs no kernel, or nullopt: an empty
+// output ("Y is empty"), or K = 0 (an empty sum: the reference evaluates the requantized zero; an
+// empty operand has no host pointer, which a Halide pipeline takes for a bounds query).
+std::optional<std::string> qlinear_matmul_no_kernel(const QLinearMatMulPlan& plan);
+
+// Y of a valid call (`plan` = validate_qlinear_matmul(args)) through `call`, bit for bit the
+// reference's: when qlinear_matmul_no_kernel(plan) says so, without calling it (an empty Y, or the
+// reference's result); else one call per batch entry (row-major order over the broadcast batch),
+// with that entry's scales widened exactly to float32 and zero points to int32 (float8: zero points
+// 0, not read).
+Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
+                               const QLinearMatMulKernelCall& call);
+
+}  // namespace mmtune
