@@ -81,7 +81,15 @@ void schedule_cpu_matmul(CpuMatmulPipeline& p, const CpuMatmulParams& params, in
     } else {
       f.compute_root();
     }
-    f.vectorize(f.args()[0], lanes, TailStrategy::GuardWithIf);
+    const Var x = f.args()[0];
+    f.vectorize(x, lanes, TailStrategy::GuardWithIf);
+    // A column reduction (e.g. column sums of B): columns innermost and vectorized, the reduction
+    // outside, so rows of B are read contiguously. (Integer sums only: order is free.)
+    for (int u = 0; u < f.num_update_definitions(); ++u) {
+      std::vector<VarOrRVar> order{x};
+      for (const auto& rv : f.function().update(u).schedule().rvars()) order.emplace_back(RVar(rv.var));
+      f.update(u).reorder(order).vectorize(x, lanes, TailStrategy::GuardWithIf);
+    }
   }
   for (Func f : p.per_call) f.compute_root();
 }
