@@ -38,6 +38,8 @@ int acc_bits(DType t) {
   return static_cast<int>(dtype_size(t) * 8);
 }
 
+void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
+
 class GemmVariants : public ::testing::TestWithParam<DType> {};
 
 TEST_P(GemmVariants, BitExactAgainstReference) {

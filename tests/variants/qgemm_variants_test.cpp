@@ -28,6 +28,8 @@ std::string combo_name(const Combo& c) {
 double lo(DType t) { return t == DType::kInt8 ? -128 : 0; }
 double hi(DType t) { return t == DType::kInt8 ? 127 : 255; }
 
+void PrintTo(const Combo& c, std::ostream* os) { *os << combo_name(c); }
+
 class QGemmVariants : public ::testing::TestWithParam<Combo> {};
 
 TEST_P(QGemmVariants, BitExactAgainstReference) {

@@ -77,6 +77,8 @@ std::vector<Case> cases_for(int rows, int cols) {
   return out;
 }
 
+void PrintTo(const Types& t, std::ostream* os) { *os << types_name(t); }
+
 class QLinearMatMulVariants : public ::testing::TestWithParam<Types> {};
 
 TEST_P(QLinearMatMulVariants, BitExactAgainstReference) {
@@ -168,6 +170,10 @@ INSTANTIATE_TEST_SUITE_P(AllTypeTuples, QLinearMatMulVariants,
 struct Float8Types {
   DType a, b, y;
 };
+
+void PrintTo(const Float8Types& t, std::ostream* os) {
+  *os << dtype_name(t.a) << "_" << dtype_name(t.b) << "_" << dtype_name(t.y);
+}
 
 class QLinearMatMulFloat8Variants : public ::testing::TestWithParam<Float8Types> {};
 
