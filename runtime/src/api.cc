@@ -1,5 +1,5 @@
-// The runtime's entry points that are not one operator's adapter: the operators with no kernels
-// yet, the named entry point, threads, and the list of linked kernels.
+// The runtime's entry points that are not one operator's adapter: the named entry point, threads,
+// and the list of linked kernels.
 #include "HalideRuntime.h"
 #include "mmtune/mmtune.h"
 #include "runtime/src/kernel_table.h"
@@ -12,29 +12,6 @@ int set_num_threads(int n) {
 }
 
 namespace runtime {
-namespace {
-
-// No adapter for `op` yet: the reference computes it (after its own validation).
-template <class Args, class F>
-Tensor reference_only(const char* op, const Args& args, F reference, DispatchInfo* info) {
-  Tensor y = reference(args);
-  if (info) *info = {"reference", std::string("this build has no ") + op + " kernels"};
-  return y;
-}
-
-}  // namespace
-
-Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
-  return reference_only("QLinearMatMul", args, mmtune::qlinear_matmul, info);
-}
-
-Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) {
-  return reference_only("QGemm", args, mmtune::qgemm, info);
-}
-
-Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* info) {
-  return reference_only("QuantMatmulDequant", args, mmtune::quant_matmul_dequant, info);
-}
 
 Tensor run(std::string_view op_name, const NamedTensors& in, const Attributes& attrs, DispatchInfo* info) {
   const std::string op = find_operator(op_name).name;

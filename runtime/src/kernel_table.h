@@ -15,9 +15,22 @@ namespace mmtune::runtime {
 // Each operator's AOT signature, as Halide declares it for the generator's Inputs and Outputs (in
 // declaration order, after the user context). The generated table checks every kernel against the
 // type named after its operator, so a generator whose signature changes fails to compile here
-// instead of being called wrongly. Adding an operator: one line here and one adapter (see gemm.cc).
+// instead of being called wrongly. Adding an operator: one line here and one adapter (see gemm.cc,
+// qlinear_matmul.cc).
 using GemmKernelFn = int (*)(const void* user_context, halide_buffer_t* A, halide_buffer_t* B,
                              halide_buffer_t* C, float alpha, float beta, halide_buffer_t* Y);
+using QLinearMatMulKernelFn = int (*)(const void* user_context, halide_buffer_t* a, halide_buffer_t* b,
+                                      halide_buffer_t* a_scale, halide_buffer_t* a_zero_point,
+                                      halide_buffer_t* b_scale, halide_buffer_t* b_zero_point,
+                                      float y_scale, int32_t y_zero_point, halide_buffer_t* y);
+using QGemmKernelFn = int (*)(const void* user_context, halide_buffer_t* A, halide_buffer_t* B,
+                              halide_buffer_t* C, float a_scale, int32_t a_zero_point,
+                              halide_buffer_t* b_scale, halide_buffer_t* b_zero_point, float y_scale,
+                              int32_t y_zero_point, float alpha, halide_buffer_t* Y);
+using QuantMatmulDequantKernelFn = int (*)(const void* user_context, halide_buffer_t* x,
+                                           halide_buffer_t* weight, halide_buffer_t* weight_scale,
+                                           halide_buffer_t* bias, halide_buffer_t* x_scale,
+                                           halide_buffer_t* smooth, halide_buffer_t* y);
 
 // Type-erased pointer to a kernel; the operator's adapter casts it back to <Op>KernelFn.
 using KernelFn = void (*)();

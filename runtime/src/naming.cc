@@ -62,6 +62,26 @@ std::string kernel_name(const std::string& op, const std::map<std::string, std::
     if (!float8) what += param(id, "requant", op) == "float64" ? "_f64rq" : "_f32rq";
     const std::string& scale = param(id, "scale_type", op);
     if (scale != "float32") what += "_" + dtype_code(scale) + "scale";
+  } else if (op == "QGemm") {
+    // A, B, then Y (float32, or A's type when quantized). The runtime always passes a y_scale (1
+    // for a float32 output without one: the same bits), so only a kernel without it is marked.
+    what = alias + "_" + dtype_code(param(id, "A.type", op)) + "_" + dtype_code(param(id, "B.type", op)) +
+           "_" + dtype_code(param(id, "Y.type", op));
+    if (param(id, "has_y_scale", op) == "false") what += "_noys";
+  } else if (op == "QuantMatmulDequant") {
+    // x float16, weight int8, y float16 always; then how x is scaled: dynamic (per token, from the
+    // row max), a static per-token or per-tensor float32 x_scale, or fused (an int64 weight scale
+    // and a float16 per-tensor x_scale). Smoothing when present; the runtime always passes a bias
+    // (zero when absent) and an (N, K) weight (a (K, N) one is copied transposed), so only kernels
+    // without them are marked.
+    what = alias + "_f16_s8_f16";
+    if (param(id, "fused_scale", op) == "true") what += "_fused";
+    else if (param(id, "dynamic", op) == "true") what += "_dynamic";
+    else if (param(id, "per_token", op) == "true") what += "_pertoken";
+    else what += "_pertensor";
+    if (param(id, "has_smooth", op) == "true") what += "_smooth";
+    if (param(id, "has_bias", op) == "false") what += "_nobias";
+    if (param(id, "transpose_weight", op) == "false") what += "_wkn";
   } else {
     invalid("kernel name", "no naming rule for ", op, " kernels yet (docs/naming.md)");
   }

@@ -1,0 +1,51 @@
+// QuantMatmulDequant through the linked kernels, over the host side the JIT path uses too
+// (autotune/quant_matmul_dequant_host.h: views, dummies for absent inputs, K = 0 as K = 1 over a
+// zero x). The kernels the runtime calls read a bias and an (N, K) weight: an absent bias is a zero
+// int32 (N) (the wrapping sum plus 0 is the sum), and a (K, N) weight (transpose_weight = false) is
+// copied transposed (bytes move, nothing is rounded).
+#include "autotune/quant_matmul_dequant_host.h"
+#include "mmtune/mmtune.h"
+#include "runtime/src/kernel_call.h"
+
+namespace mmtune::runtime {
+
+Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* info) {
+  const QuantMatmulDequantPlan plan = validate_quant_matmul_dequant(args);  // the reference's checks
+  DispatchInfo local;
+  DispatchInfo& out = info ? *info : local;
+  if (auto why = quant_matmul_dequant_no_kernel(plan)) {
+    out = {"reference", *why};
+    return run_quant_matmul_dequant_host(args, plan, {});  // calls no kernel
+  }
+  // The canonical call's identity, before any copy is made: bias present, weight (N, K).
+  const Tensor zero_bias(DType::kInt32, {plan.n});
+  QuantMatmulDequantArgs canon = args;
+  if (!canon.bias) canon.bias = &zero_bias;
+  canon.transpose_weight = true;
+
+  const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, DType::kFloat16},
+                                            {{plan.n, plan.k}, DType::kInt8},
+                                            {{plan.m, plan.n}, DType::kFloat16}};
+  const KernelEntry* kernel = choose_kernel("QuantMatmulDequant",
+                                            quant_matmul_dequant_kernel_key(canon, HalideVariant{}),
+                                            plan.m, plan.n, plan.k, buffers, out);
+  if (!kernel) return mmtune::quant_matmul_dequant(args);
+
+  Tensor weight_t;
+  if (!args.transpose_weight) {
+    weight_t = transposed(*args.weight);
+    canon.weight = &weight_t;
+  }
+  KernelCall call(*kernel);
+  const auto fn = reinterpret_cast<QuantMatmulDequantKernelFn>(kernel->fn);
+  return run_quant_matmul_dequant_host(
+      canon, plan,
+      [&](halide_buffer_t* x, halide_buffer_t* weight, halide_buffer_t* weight_scale, halide_buffer_t* bias,
+          halide_buffer_t* x_scale, halide_buffer_t* smooth, halide_buffer_t* y) {
+        const int rc = fn(call.user_context(), x, weight, weight_scale, bias, x_scale, smooth, y);
+        call.check(rc);
+        return rc;
+      });
+}
+
+}  // namespace mmtune::runtime
