@@ -12,6 +12,7 @@
 
 #include "autotune/npy.h"
 #include "reference/codecs.h"
+#include "tests/support/cli_runner.h"
 #include "tests/support/json_tensor.h"
 #include "tests/support/test_support.h"
 
@@ -20,42 +21,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code;
-  std::string out, err;
-};
+using testing::CliResult;
+using testing::slurp;
 
-std::string cli() {
-  const char* v = std::getenv("MMTUNE_CLI");
-  return v && *v ? v : MMTUNE_CLI_DEFAULT;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-class CliRun : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mmtune_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-            "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result run(const std::string& args) {
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string cmd = "'" + cli() + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
-};
+class CliRun : public testing::CliFixture {};
 
 nlohmann::json load(const std::string& file) {
   std::ifstream in(testing::source_dir() + "/tests/data/" + file);
@@ -75,7 +44,7 @@ TEST_F(CliRun, ReproducesEverySeedExample) {
         args += " --input " + i.at("name").get<std::string>() + "=" + f;
       }
       for (const auto& [k, v] : c.at("attributes").items()) args += " --attr " + k + "=" + v.dump();
-      const Result r = run(args);
+      const CliResult r = run(args);
       ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
       const Tensor expected = testing::tensor_from_json(c.at("outputs").at(0));
       const Tensor y = read_npy(path(name + ".y.npy"));
@@ -108,7 +77,7 @@ TEST_F(CliRun, InputDirAndDtypeSuffixReadFloat8BitPatterns) {
     args += std::string(" --input ") + z + "=" + path("zp.npy") + ":float8e4m3fn";
   }
   for (const char* s : {"a_scale", "b_scale", "y_scale"}) args += std::string(" --input ") + s + "=" + path("s.npy");
-  const Result r = run(args);
+  const CliResult r = run(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("float8e4m3fn [1,1] (stored as |u1 bit patterns)"), std::string::npos) << r.out;
   const Tensor y = read_npy(path("y.npy"), DType::kFloat8E4M3FN);
@@ -119,7 +88,7 @@ TEST_F(CliRun, InputDirAndDtypeSuffixReadFloat8BitPatterns) {
   for (const char* n : {"a", "b"}) fs::copy_file(path(std::string(n) + ".npy"), dir_ / "in" / (std::string(n) + ".float8e4m3fn.npy"));
   for (const char* z : {"a_zero_point", "b_zero_point", "y_zero_point"}) fs::copy_file(path("zp.npy"), dir_ / "in" / (std::string(z) + ".float8e4m3fn.npy"));
   for (const char* s : {"a_scale", "b_scale", "y_scale"}) fs::copy_file(path("s.npy"), dir_ / "in" / (std::string(s) + ".npy"));
-  const Result d = run("run --op qlinear_matmul --input-dir " + (dir_ / "in").string() + " --output " + path("y2.npy") + " --print");
+  const CliResult d = run("run --op qlinear_matmul --input-dir " + (dir_ / "in").string() + " --output " + path("y2.npy") + " --print");
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_NE(d.out.find("[[4]]"), std::string::npos) << d.out;
 }
@@ -146,7 +115,7 @@ TEST_P(CliErrors, FailCleanlyWithoutTouchingTheOutput) {
   std::ofstream(path("y.npy")) << "previous result";
   std::string args = c.args;
   for (std::size_t p; (p = args.find("{dir}")) != std::string::npos;) args.replace(p, 5, dir_.string());
-  const Result r = run(args);
+  const CliResult r = run(args);
   EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
   for (const std::string& part : c.stderr_parts) {
     EXPECT_NE(r.err.find(part), std::string::npos) << "'" << part << "' not in: " << r.err;
@@ -197,14 +166,14 @@ TEST_F(CliRun, SuccessOverwritesOutputAtomically) {
   write_npy(path("A.npy"), Tensor::from<float>(DType::kFloat32, {1, 2}, {1, 2}));
   write_npy(path("B.npy"), Tensor::from<float>(DType::kFloat32, {2, 1}, {3, 4}));
   std::ofstream(path("y.npy")) << "previous result";
-  const Result r = run("run --op Gemm --input A=" + path("A.npy") + " --input B=" + path("B.npy") +
+  const CliResult r = run("run --op Gemm --input A=" + path("A.npy") + " --input B=" + path("B.npy") +
                        " --attr alpha=0.5 --output " + path("y.npy"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(read_npy(path("y.npy")).data<float>()[0], 5.5f);  // (1*3 + 2*4) * 0.5
 }
 
 TEST_F(CliRun, OpsListsEveryOperator) {
-  const Result r = run("ops");
+  const CliResult r = run("ops");
   ASSERT_EQ(r.exit_code, 0);
   for (const char* op : {"QLinearMatMul", "Gemm", "QGemm", "QuantMatmulDequant", "requant=float32", "contract=strict"}) {
     EXPECT_NE(r.out.find(op), std::string::npos) << op;

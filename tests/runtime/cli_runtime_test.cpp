@@ -13,6 +13,7 @@
 
 #include "autotune/npy.h"
 #include "mmtune/mmtune.h"
+#include "tests/support/cli_runner.h"
 #include "tests/support/json_tensor.h"
 #include "tests/support/test_support.h"
 
@@ -21,41 +22,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code;
-  std::string out, err;
-};
+using testing::CliResult;
+using testing::slurp;
 
-std::string cli() {
-  const char* v = std::getenv("MMTUNE_CLI");
-  return v && *v ? v : MMTUNE_CLI_DEFAULT;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-class CliImpl : public ::testing::Test {
+class CliImpl : public testing::CliFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mmtune_rt_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-            "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result sh(const std::string& command) {
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string cmd = command + " >'" + out.string() + "' 2>'" + err.string() + "'";
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-  }
-  Result run(const std::string& args) { return sh("'" + cli() + "' " + args); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
   // Writes the inputs of a seed case; returns the `run` arguments without --impl and --output.
   std::string seed_args(const nlohmann::json& c) {
     const std::string name = c.at("name");
@@ -88,7 +59,7 @@ TEST_F(CliImpl, SeedExamplesMatchTheReferenceBitForBit) {
     for (const auto& c : doc.at("cases")) {
       const std::string name = c.at("name");
       const std::string args = seed_args(c);
-      const Result ref = run(args + " --impl reference --output " + path(name + ".ref.npy"));
+      const CliResult ref = run(args + " --impl reference --output " + path(name + ".ref.npy"));
       ASSERT_EQ(ref.exit_code, 0) << name << ": " << ref.err;
       const Tensor expected = read_npy(path(name + ".ref.npy"));
       std::vector<std::pair<std::string, std::string>> impls = {{"runtime", ""}};
@@ -103,7 +74,7 @@ TEST_F(CliImpl, SeedExamplesMatchTheReferenceBitForBit) {
       }
       for (const auto& [impl, extra] : impls) {
         const std::string out = path(name + "." + impl + ".npy");
-        const Result r = run(args + " --impl " + impl + extra + " --output " + out);
+        const CliResult r = run(args + " --impl " + impl + extra + " --output " + out);
         ASSERT_EQ(r.exit_code, 0) << name << " --impl " << impl << extra << ": " << r.err;
         EXPECT_NE(r.out.find("(" + impl + "): wrote"), std::string::npos) << r.out;
         EXPECT_TRUE(testing::bit_equal(expected, read_npy(out), name + " --impl " + impl + extra));
@@ -126,10 +97,10 @@ TEST_F(CliImpl, SeedExamplesMatchTheReferenceBitForBit) {
 
 TEST_F(CliImpl, TheQLinearMatMulExampleFolder) {
   const std::string in = testing::source_dir() + "/examples/qlinearmatmul_u8";
-  const Result ref = run("run --op QLinearMatMul --input-dir " + in + " --output " + path("ref.npy"));
+  const CliResult ref = run("run --op QLinearMatMul --input-dir " + in + " --output " + path("ref.npy"));
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   for (const char* impl : {"runtime", "halide"}) {
-    const Result r = run(std::string("run --op QLinearMatMul --impl ") + impl + " --input-dir " + in +
+    const CliResult r = run(std::string("run --op QLinearMatMul --impl ") + impl + " --input-dir " + in +
                          " --output " + path(std::string(impl) + ".npy"));
     if (r.exit_code == 1 && r.err.find("no Halide") != std::string::npos) continue;  // JIT not there yet
     ASSERT_EQ(r.exit_code, 0) << impl << ": " << r.err;
@@ -155,7 +126,7 @@ TEST_F(CliImpl, ParamsErrors) {
       {base + " --impl jit", "--impl jit is not an implementation; implementations: reference, halide, runtime"},
   };
   for (const Case& c : cases) {
-    const Result r = run(c.args + " --output " + path("y.npy"));
+    const CliResult r = run(c.args + " --output " + path("y.npy"));
     EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_FALSE(fs::exists(path("y.npy"))) << c.args;
@@ -164,15 +135,15 @@ TEST_F(CliImpl, ParamsErrors) {
 
 // The example program (runtime/examples/gemm_example.cc) is built next to the mmtune binary.
 TEST_F(CliImpl, AUserProgramLinksTheRuntimeWithoutLibHalide) {
-  const std::string example = (fs::path(cli()).parent_path() / "mmtune_runtime_example").string();
+  const std::string example = (fs::path(testing::cli_path()).parent_path() / "mmtune_runtime_example").string();
   ASSERT_TRUE(fs::exists(example)) << example;
-  const Result r = sh("'" + example + "'");
+  const CliResult r = sh("'" + example + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Y = 4.5 4.5 10.5 10.5"), std::string::npos) << r.out;
   if (runtime::kernel_target() != "none") {
     EXPECT_NE(r.out.find("kernel: gemm_f32_strict__"), std::string::npos) << r.out;
   }
-  const Result ldd = sh("ldd '" + example + "'");
+  const CliResult ldd = sh("ldd '" + example + "'");
   ASSERT_EQ(ldd.exit_code, 0) << ldd.err;
   EXPECT_EQ(ldd.out.find("libHalide"), std::string::npos) << ldd.out;
 }

@@ -14,30 +14,14 @@
 #include "runtime/src/kernel_table.h"
 #include "schedules/cpu/matmul_params.h"
 #include "schedules/target_info.h"
+#include "autotune/kernel_key.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
 
 namespace mmtune {
 namespace {
 
-struct Range {
-  double lo, hi;
-};
-
-Range data_range(DType t) {
-  switch (t) {
-    case DType::kInt32: return {-2147483648.0, 2147483647.0};  // products and sums wrap
-    case DType::kUInt32: return {0, 4294967295.0};
-    case DType::kInt64: return {-9.2e18, 9.2e18};
-    case DType::kUInt64: return {0, 1.8e19};
-    default: return {-2.0, 2.0};
-  }
-}
-
-int acc_bits(DType t) {
-  if (t == DType::kFloat16 || t == DType::kBFloat16) return 32;
-  return static_cast<int>(dtype_size(t) * 8);
-}
+int acc_bits(DType t) { return gemm_acc_bits(t); }
 
 std::vector<runtime::KernelInfo> gemm_kernels() {
   std::vector<runtime::KernelInfo> out;
@@ -91,7 +75,7 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
   const runtime::Bucket bucket = bucket_of(kernel.name);
   const uint64_t seed = testing::variant_seed() ^ std::hash<std::string>()(kernel.name);
   std::mt19937_64 rng(seed);
-  const Range range = data_range(t);
+  const testing::ValueRange range = testing::gemm_value_range(t);
   const std::vector<std::pair<float, float>> alpha_beta = {{1.0f, 1.0f}, {0.75f, 0.0f}, {-1.5f, 0.5f}, {1.0f, 0.0f}, {2.0f, -1.0f}};
   const bool slow = dtype_size(t) == 8 && t != DType::kFloat64;  // emulated 64-bit multiplies
   int64_t cases = 0;
@@ -199,7 +183,7 @@ TEST(GemmRuntimeCoverage, ContractFreeTypesShareTheStrictKernel) {
   if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
   std::mt19937_64 rng(testing::variant_seed());
   for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kInt32}) {
-    const Range range = data_range(t);
+    const testing::ValueRange range = testing::gemm_value_range(t);
     Tensor a = testing::random_tensor(t, {17, 33}, rng, range.lo, range.hi);
     Tensor b = testing::random_tensor(t, {33, 19}, rng, range.lo, range.hi);
     GemmArgs args;

@@ -59,8 +59,6 @@ std::pair<int, int> tile_of(const runtime::KernelInfo& k) {
   return {p.tile_rows, p.tile_columns(schedules::target_info(runtime::kernel_target()), 32)};
 }
 
-double lo(DType t) { return t == DType::kInt8 ? -128 : 0; }
-double hi(DType t) { return t == DType::kInt8 ? 127 : 255; }
 
 Tensor constant(DType t, Shape shape, double v) {
   std::mt19937_64 unused(0);
@@ -69,10 +67,7 @@ Tensor constant(DType t, Shape shape, double v) {
 
 // float32 values log-uniform in [2^e0, 2^e1].
 Tensor scales(Shape shape, std::mt19937_64& rng, double e0, double e1) {
-  Tensor t(DType::kFloat32, std::move(shape));
-  std::uniform_real_distribution<double> e(e0, e1);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(std::exp2(e(rng)));
-  return t;
+  return testing::random_scales(DType::kFloat32, std::move(shape), rng, e0, e1);
 }
 
 uint64_t seed_for(const std::string& name) { return testing::variant_seed() ^ std::hash<std::string>()(name); }
@@ -126,18 +121,18 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
   for (const QlmCase& c : qlm_cases(rows, cols)) {
     Tensor a, b, az, bz;
     if (c.data == "wrap") {
-      a = constant(ta, c.a, hi(ta));
-      b = constant(tb, c.b, hi(tb));
-      az = constant(ta, c.a_param, lo(ta));
-      bz = constant(tb, c.b_param, lo(tb));
+      a = constant(ta, c.a, testing::quant_max(ta));
+      b = constant(tb, c.b, testing::quant_max(tb));
+      az = constant(ta, c.a_param, testing::quant_min(ta));
+      bz = constant(tb, c.b_param, testing::quant_min(tb));
     } else {
       const bool full = c.data == "full_range";
-      a = testing::random_tensor(ta, c.a, rng, lo(ta), hi(ta));
-      b = testing::random_tensor(tb, c.b, rng, lo(tb), hi(tb));
-      az = testing::random_tensor(ta, c.a_param, rng, full ? lo(ta) : lo(ta) / 2, full ? hi(ta) : hi(ta) / 2);
-      bz = testing::random_tensor(tb, c.b_param, rng, full ? lo(tb) : lo(tb) / 2, full ? hi(tb) : hi(tb) / 2);
+      a = testing::random_tensor(ta, c.a, rng, testing::quant_min(ta), testing::quant_max(ta));
+      b = testing::random_tensor(tb, c.b, rng, testing::quant_min(tb), testing::quant_max(tb));
+      az = testing::random_tensor(ta, c.a_param, rng, full ? testing::quant_min(ta) : testing::quant_min(ta) / 2, full ? testing::quant_max(ta) : testing::quant_max(ta) / 2);
+      bz = testing::random_tensor(tb, c.b_param, rng, full ? testing::quant_min(tb) : testing::quant_min(tb) / 2, full ? testing::quant_max(tb) : testing::quant_max(tb) / 2);
     }
-    const Tensor yz = testing::random_tensor(ty, {}, rng, lo(ty), hi(ty));
+    const Tensor yz = testing::random_tensor(ty, {}, rng, testing::quant_min(ty), testing::quant_max(ty));
     const double e = -std::log2(std::max<double>(1, static_cast<double>(c.a.back())) * 128.0);
     const Tensor as = scales(c.a_param, rng, e / 2 - 1, e / 2 + 1);
     const Tensor bs = scales(c.b_param, rng, e / 2 - 1, e / 2 + 1);
@@ -191,11 +186,11 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
       QGemmArgs args;
       args.trans_a = layout & 1;
       args.trans_b = layout & 2;
-      const Tensor a = testing::random_tensor(ta, args.trans_a ? Shape{k, m} : Shape{m, k}, rng, lo(ta), hi(ta));
-      const Tensor b = testing::random_tensor(tb, args.trans_b ? Shape{n, k} : Shape{k, n}, rng, lo(tb), hi(tb));
-      const Tensor az = testing::random_tensor(ta, {}, rng, lo(ta), hi(ta));
+      const Tensor a = testing::random_tensor(ta, args.trans_a ? Shape{k, m} : Shape{m, k}, rng, testing::quant_min(ta), testing::quant_max(ta));
+      const Tensor b = testing::random_tensor(tb, args.trans_b ? Shape{n, k} : Shape{k, n}, rng, testing::quant_min(tb), testing::quant_max(tb));
+      const Tensor az = testing::random_tensor(ta, {}, rng, testing::quant_min(ta), testing::quant_max(ta));
       const bool per_column = combo % 2 == 1;
-      const Tensor bz = testing::random_tensor(tb, per_column ? Shape{n} : Shape{}, rng, lo(tb), hi(tb));
+      const Tensor bz = testing::random_tensor(tb, per_column ? Shape{n} : Shape{}, rng, testing::quant_min(tb), testing::quant_max(tb));
       const double e = -std::log2(static_cast<double>(k) * 128.0);
       const Tensor as = scales({}, rng, e / 2 - 1, e / 2 + 1);
       const Tensor bs = scales(per_column ? Shape{n} : Shape{}, rng, e / 2 - 1, e / 2 + 1);
@@ -203,7 +198,7 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
       const int c_kind = (combo / 2) % 5;
       const Tensor c = testing::random_tensor(DType::kInt32, c_shapes[c_kind], rng, -20000, 20000);
       const Tensor ys = scales({}, rng, -8, -6);
-      const Tensor yz = quantized ? testing::random_tensor(ty, {}, rng, lo(ty), hi(ty)) : Tensor();
+      const Tensor yz = quantized ? testing::random_tensor(ty, {}, rng, testing::quant_min(ty), testing::quant_max(ty)) : Tensor();
       args.a = &a;
       args.b = &b;
       args.a_scale = &as;
@@ -312,11 +307,11 @@ struct QlmInputs {
 
 QlmInputs qlm_inputs(DType ta, DType tb, DType ty, DType scale, Shape a_shape, Shape b_shape, std::mt19937_64& rng) {
   QlmInputs in;
-  in.a = testing::random_tensor(ta, std::move(a_shape), rng, lo(ta), hi(ta));
-  in.b = testing::random_tensor(tb, std::move(b_shape), rng, lo(tb), hi(tb));
-  in.az = testing::random_tensor(ta, {}, rng, lo(ta) / 2, hi(ta) / 2);
-  in.bz = testing::random_tensor(tb, {}, rng, lo(tb) / 2, hi(tb) / 2);
-  in.yz = testing::random_tensor(ty, {}, rng, lo(ty), hi(ty));
+  in.a = testing::random_tensor(ta, std::move(a_shape), rng, testing::quant_min(ta), testing::quant_max(ta));
+  in.b = testing::random_tensor(tb, std::move(b_shape), rng, testing::quant_min(tb), testing::quant_max(tb));
+  in.az = testing::random_tensor(ta, {}, rng, testing::quant_min(ta) / 2, testing::quant_max(ta) / 2);
+  in.bz = testing::random_tensor(tb, {}, rng, testing::quant_min(tb) / 2, testing::quant_max(tb) / 2);
+  in.yz = testing::random_tensor(ty, {}, rng, testing::quant_min(ty), testing::quant_max(ty));
   auto scalar = [&](float v) {
     Tensor t(scale, {});
     if (scale == DType::kFloat32) t.data<float>()[0] = v;

@@ -19,24 +19,7 @@ namespace {
 
 using testing::host_info;
 
-struct Range {
-  double lo, hi;
-};
-
-Range data_range(DType t) {
-  switch (t) {
-    case DType::kInt32: return {-2147483648.0, 2147483647.0};  // products and sums wrap
-    case DType::kUInt32: return {0, 4294967295.0};
-    case DType::kInt64: return {-9.2e18, 9.2e18};
-    case DType::kUInt64: return {0, 1.8e19};
-    default: return {-2.0, 2.0};
-  }
-}
-
-int acc_bits(DType t) {
-  if (t == DType::kFloat16 || t == DType::kBFloat16) return 32;
-  return static_cast<int>(dtype_size(t) * 8);
-}
+int acc_bits(DType t) { return gemm_acc_bits(t); }
 
 void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
 
@@ -47,7 +30,7 @@ TEST_P(GemmVariants, BitExactAgainstReference) {
   const uint64_t seed = testing::variant_seed() ^ static_cast<uint64_t>(t);
   const auto draws = testing::schedule_draws(host_info(), acc_bits(t), 20, seed, is_integer(t));
   std::mt19937_64 rng(seed);
-  const Range range = data_range(t);
+  const testing::ValueRange range = testing::gemm_value_range(t);
   const bool float_sum = t == DType::kFloat32 || t == DType::kFloat64;
   const std::vector<std::pair<float, float>> alpha_beta = {{1.0f, 1.0f}, {0.75f, 0.0f}, {-1.5f, 0.5f}, {1.0f, 0.0f}};
   int64_t cases = 0, outputs = 0;

@@ -25,9 +25,6 @@ std::string combo_name(const Combo& c) {
   return std::string(s(c.a)) + "_" + s(c.b) + (c.quantized ? "_q" : "_f32");
 }
 
-double lo(DType t) { return t == DType::kInt8 ? -128 : 0; }
-double hi(DType t) { return t == DType::kInt8 ? 127 : 255; }
-
 void PrintTo(const Combo& c, std::ostream* os) { *os << combo_name(c); }
 
 class QGemmVariants : public ::testing::TestWithParam<Combo> {};
@@ -49,13 +46,13 @@ TEST_P(QGemmVariants, BitExactAgainstReference) {
       args.trans_a = r % 2;
       args.trans_b = (r / 2) % 2;
       args.alpha = r % 3 == 0 ? 1.0f : (r % 3 == 1 ? 1.75f : 0.5f);
-      Tensor a = testing::random_tensor(combo.a, args.trans_a ? Shape{s.k, s.m} : Shape{s.m, s.k}, rng, lo(combo.a), hi(combo.a));
-      Tensor b = testing::random_tensor(combo.b, args.trans_b ? Shape{s.n, s.k} : Shape{s.k, s.n}, rng, lo(combo.b), hi(combo.b));
+      Tensor a = testing::random_tensor(combo.a, args.trans_a ? Shape{s.k, s.m} : Shape{s.m, s.k}, rng, testing::quant_min(combo.a), testing::quant_max(combo.a));
+      Tensor b = testing::random_tensor(combo.b, args.trans_b ? Shape{s.n, s.k} : Shape{s.k, s.n}, rng, testing::quant_min(combo.b), testing::quant_max(combo.b));
       Tensor as = testing::random_tensor(DType::kFloat32, {}, rng, 0.002, 0.004);
-      Tensor az = testing::random_tensor(combo.a, {1}, rng, lo(combo.a), hi(combo.a));
+      Tensor az = testing::random_tensor(combo.a, {1}, rng, testing::quant_min(combo.a), testing::quant_max(combo.a));
       const bool per_column = r % 2 == 1;
       Tensor bs = testing::random_tensor(DType::kFloat32, per_column ? Shape{s.n} : Shape{}, rng, 0.002, 0.004);
-      Tensor bz = testing::random_tensor(combo.b, bs.shape, rng, lo(combo.b), hi(combo.b));
+      Tensor bz = testing::random_tensor(combo.b, bs.shape, rng, testing::quant_min(combo.b), testing::quant_max(combo.b));
       const std::vector<Shape> c_shapes = {{}, {}, {s.n}, {1, s.n}, {s.m, 1}, {s.m, s.n}};
       const int c_kind = static_cast<int>(r % c_shapes.size());
       // Near the int32 limits every few cases, so that C + sum wraps.
@@ -63,7 +60,7 @@ TEST_P(QGemmVariants, BitExactAgainstReference) {
       Tensor c = testing::random_tensor(DType::kInt32, c_shapes[c_kind], rng, big_c ? 2147000000.0 : -5000.0,
                                         big_c ? 2147483647.0 : 5000.0);
       Tensor ys = testing::random_tensor(DType::kFloat32, {}, rng, 0.01, 0.05);
-      Tensor yz = testing::random_tensor(combo.a, {}, rng, lo(combo.a), hi(combo.a));
+      Tensor yz = testing::random_tensor(combo.a, {}, rng, testing::quant_min(combo.a), testing::quant_max(combo.a));
       args.a = &a;
       args.b = &b;
       args.a_scale = &as;

@@ -28,22 +28,6 @@ std::string types_name(const Types& t) {
   return std::string(s(t.a)) + "_" + s(t.b) + "_" + s(t.y);
 }
 
-double lo(DType t) { return t == DType::kInt8 ? -128 : 0; }
-double hi(DType t) { return t == DType::kInt8 ? 127 : 255; }
-
-// A scale tensor of dtype `st` holding values drawn log-uniformly in [2^e0, 2^e1].
-Tensor scales(DType st, Shape shape, std::mt19937_64& rng, double e0, double e1) {
-  Tensor t(st, std::move(shape));
-  std::uniform_real_distribution<double> e(e0, e1);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const float v = static_cast<float>(std::exp2(e(rng)));
-    if (st == DType::kFloat32) t.data<float>()[i] = v;
-    if (st == DType::kFloat16) t.data<uint16_t>()[i] = float_to_float16(v);
-    if (st == DType::kBFloat16) t.data<uint16_t>()[i] = float_to_bfloat16(v);
-  }
-  return t;
-}
-
 Tensor constant(DType t, Shape shape, double v) {
   std::mt19937_64 unused(0);
   return testing::random_tensor(t, std::move(shape), unused, v, v);
@@ -98,33 +82,33 @@ TEST_P(QLinearMatMulVariants, BitExactAgainstReference) {
       Tensor a, b, as, bs, ys, az, bz, yz;
       if (c.data == "wrap") {
         // Every product is (max - min)^2 of the operand types; K of them overflow int32.
-        a = constant(ty.a, c.a, hi(ty.a));
-        b = constant(ty.b, c.b, hi(ty.b));
-        az = constant(ty.a, c.a_param, lo(ty.a));
-        bz = constant(ty.b, c.b_param, lo(ty.b));
+        a = constant(ty.a, c.a, testing::quant_max(ty.a));
+        b = constant(ty.b, c.b, testing::quant_max(ty.b));
+        az = constant(ty.a, c.a_param, testing::quant_min(ty.a));
+        bz = constant(ty.b, c.b_param, testing::quant_min(ty.b));
       } else {
-        a = testing::random_tensor(ty.a, c.a, rng, lo(ty.a), hi(ty.a));
-        b = testing::random_tensor(ty.b, c.b, rng, lo(ty.b), hi(ty.b));
+        a = testing::random_tensor(ty.a, c.a, rng, testing::quant_min(ty.a), testing::quant_max(ty.a));
+        b = testing::random_tensor(ty.b, c.b, rng, testing::quant_min(ty.b), testing::quant_max(ty.b));
         const bool full = c.data == "full_range" || c.data == "extreme_scales";
-        az = testing::random_tensor(ty.a, c.a_param, rng, full ? lo(ty.a) : lo(ty.a) / 2, full ? hi(ty.a) : hi(ty.a) / 2);
-        bz = testing::random_tensor(ty.b, c.b_param, rng, full ? lo(ty.b) : lo(ty.b) / 2, full ? hi(ty.b) : hi(ty.b) / 2);
+        az = testing::random_tensor(ty.a, c.a_param, rng, full ? testing::quant_min(ty.a) : testing::quant_min(ty.a) / 2, full ? testing::quant_max(ty.a) : testing::quant_max(ty.a) / 2);
+        bz = testing::random_tensor(ty.b, c.b_param, rng, full ? testing::quant_min(ty.b) : testing::quant_min(ty.b) / 2, full ? testing::quant_max(ty.b) : testing::quant_max(ty.b) / 2);
       }
-      yz = testing::random_tensor(ty.y, {}, rng, lo(ty.y), hi(ty.y));
+      yz = testing::random_tensor(ty.y, {}, rng, testing::quant_min(ty.y), testing::quant_max(ty.y));
       if (c.data == "ties") {
         // M = 1 * 0.5 / 1 = 0.5 exactly: every odd accumulator lands on a .5 tie.
         as = constant(st, c.a_param, 1.0);
         bs = constant(st, c.b_param, 0.5);
         ys = constant(st, {}, 1.0);
       } else if (c.data == "extreme_scales") {
-        as = scales(st, c.a_param, rng, -4, 4);
-        bs = scales(st, c.b_param, rng, st == DType::kFloat16 ? -14 : -60, st == DType::kFloat16 ? 14 : 60);
-        ys = scales(st, {}, rng, -2, 2);
+        as = testing::random_scales(st, c.a_param, rng, -4, 4);
+        bs = testing::random_scales(st, c.b_param, rng, st == DType::kFloat16 ? -14 : -60, st == DType::kFloat16 ? 14 : 60);
+        ys = testing::random_scales(st, {}, rng, -2, 2);
       } else {
         // Products of ~K * 128 * 128 scaled back to about the output range.
         const double e = -std::log2(std::max<double>(1, static_cast<double>(c.a.back())) * 128.0);
-        as = scales(st, c.a_param, rng, e / 2 - 1, e / 2 + 1);
-        bs = scales(st, c.b_param, rng, e / 2 - 1, e / 2 + 1);
-        ys = scales(st, {}, rng, -8, -6);
+        as = testing::random_scales(st, c.a_param, rng, e / 2 - 1, e / 2 + 1);
+        bs = testing::random_scales(st, c.b_param, rng, e / 2 - 1, e / 2 + 1);
+        ys = testing::random_scales(st, {}, rng, -8, -6);
       }
       QLinearMatMulArgs args{&a, &as, &az, &b, &bs, &bz, &ys, &yz, 21, mode};
       std::ostringstream context;
@@ -203,9 +187,9 @@ TEST_P(QLinearMatMulFloat8Variants, BitExactAgainstReference) {
         }
       }
       Tensor zero_a(ty.a, {}), zero_b(ty.b, {}), zero_y(ty.y, {});
-      Tensor as = scales(st, {s.m, 1}, rng, -3, 3);
-      Tensor bs = scales(st, {s.n}, rng, -3, 3);
-      Tensor ys = scales(st, {}, rng, -12, 4);
+      Tensor as = testing::random_scales(st, {s.m, 1}, rng, -3, 3);
+      Tensor bs = testing::random_scales(st, {s.n}, rng, -3, 3);
+      Tensor ys = testing::random_scales(st, {}, rng, -12, 4);
       QLinearMatMulArgs args{&a, &as, &zero_a, &b, &bs, &zero_b, &ys, &zero_y, 21, RequantMode::kFloat32};
       std::ostringstream context;
       context << "QLinearMatMul float8 " << dtype_name(ty.a) << "/" << dtype_name(ty.b) << "->" << dtype_name(ty.y)

@@ -80,6 +80,31 @@ Tensor random_tensor(DType t, Shape shape, std::mt19937_64& rng, double lo, doub
   return r;
 }
 
+double quant_min(DType t) { return t == DType::kInt8 ? -128 : 0; }
+double quant_max(DType t) { return t == DType::kInt8 ? 127 : 255; }
+
+ValueRange gemm_value_range(DType t) {
+  switch (t) {
+    case DType::kInt32: return {-2147483648.0, 2147483647.0};  // products and sums wrap
+    case DType::kUInt32: return {0, 4294967295.0};
+    case DType::kInt64: return {-9.2e18, 9.2e18};
+    case DType::kUInt64: return {0, 1.8e19};
+    default: return {-2.0, 2.0};
+  }
+}
+
+Tensor random_scales(DType st, Shape shape, std::mt19937_64& rng, double e0, double e1) {
+  Tensor t(st, std::move(shape));
+  std::uniform_real_distribution<double> e(e0, e1);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = static_cast<float>(std::exp2(e(rng)));
+    if (st == DType::kFloat32) t.data<float>()[i] = v;
+    if (st == DType::kFloat16) t.data<uint16_t>()[i] = float_to_float16(v);
+    if (st == DType::kBFloat16) t.data<uint16_t>()[i] = float_to_bfloat16(v);
+  }
+  return t;
+}
+
 const schedules::TargetInfo& host_info() {
   static const schedules::TargetInfo info = schedules::target_info(host_target());
   return info;

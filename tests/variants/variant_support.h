@@ -38,6 +38,18 @@ std::vector<MatmulShape> matmul_shapes(int rows, int cols, bool deep = true);
 // float8 from all finite patterns.
 Tensor random_tensor(DType t, Shape shape, std::mt19937_64& rng, double lo, double hi);
 
+// Value ranges that exercise each type: full 8-bit ranges; for Gemm, wrapping integer sums and
+// floats in [-2, 2].
+double quant_min(DType t);  // int8 -128, uint8 0
+double quant_max(DType t);  // int8 127, uint8 255
+struct ValueRange {
+  double lo, hi;
+};
+ValueRange gemm_value_range(DType t);
+
+// Scales of dtype `st` (float32, float16 or bfloat16), log-uniform in [2^e0, 2^e1].
+Tensor random_scales(DType st, Shape shape, std::mt19937_64& rng, double e0, double e1);
+
 // The host target's facts (Halide's host target string parsed).
 const schedules::TargetInfo& host_info();
 
