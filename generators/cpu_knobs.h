@@ -17,6 +17,8 @@ struct CpuMatmulKnobs {
   Halide::GeneratorParam<bool> pack_b{"pack_b", defaults.pack_b};
   Halide::GeneratorParam<bool> parallel{"parallel", defaults.parallel};
   Halide::GeneratorParam<int> k_group{"k_group", defaults.k_group};
+  Halide::GeneratorParam<int> m_block{"m_block", defaults.m_block};
+  Halide::GeneratorParam<bool> specialize_tails{"specialize_tails", defaults.specialize_tails};
 
   schedules::CpuMatmulParams params() const {
     schedules::CpuMatmulParams p;
@@ -28,6 +30,8 @@ struct CpuMatmulKnobs {
     p.pack_b = pack_b;
     p.parallel = parallel;
     p.k_group = k_group;
+    p.m_block = m_block;
+    p.specialize_tails = specialize_tails;
     return p;
   }
 };

@@ -47,6 +47,8 @@ std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, int ac
   else if (k_group > 1 && !integer_sum)
     why << "k_group=" << k_group << " regroups the K sum, which only exact integer sums allow";
   else if (k_group > 1 && !pack_b) why << "k_group=" << k_group << " needs pack_b (B is packed in K groups)";
+  else if (m_block < 0 || (m_block > 0 && m_block % tile_rows != 0))
+    why << "m_block=" << m_block << " is not 0 or a multiple of tile_rows=" << tile_rows;
   else if (n_block > 0 && n_block % tile_columns(t, acc_bits) != 0)
     why << "n_block=" << n_block << " is not a multiple of the tile width " << tile_columns(t, acc_bits);
   else {
@@ -73,7 +75,9 @@ std::map<std::string, std::string> CpuMatmulParams::generator_params() const {
           {"n_block", std::to_string(n_block)},
           {"pack_b", pack_b ? "true" : "false"},
           {"parallel", parallel ? "true" : "false"},
-          {"k_group", std::to_string(k_group)}};
+          {"k_group", std::to_string(k_group)},
+          {"m_block", std::to_string(m_block)},
+          {"specialize_tails", specialize_tails ? "true" : "false"}};
 }
 
 CpuMatmulParams CpuMatmulParams::from_generator_params(const std::map<std::string, std::string>& gp) {
@@ -86,6 +90,8 @@ CpuMatmulParams CpuMatmulParams::from_generator_params(const std::map<std::strin
   p.pack_b = parse_bool(gp, "pack_b", p.pack_b);
   p.parallel = parse_bool(gp, "parallel", p.parallel);
   p.k_group = parse_int(gp, "k_group", p.k_group);
+  p.m_block = parse_int(gp, "m_block", p.m_block);
+  p.specialize_tails = parse_bool(gp, "specialize_tails", p.specialize_tails);
   return p;
 }
 
@@ -96,6 +102,8 @@ std::string CpuMatmulParams::tag(const TargetInfo& t, int acc_bits) const {
   if (pack_b) os << "p";
   if (parallel) os << "t";
   if (k_group > 1) os << "g" << k_group;
+  if (m_block) os << "m" << m_block;
+  if (specialize_tails) os << "s";
   return os.str();
 }
 
@@ -108,7 +116,8 @@ void to_json(nlohmann::json& j, const CpuMatmulParams& p) {
                      {"tile_vectors", p.tile_vectors}, {"vector_width", p.vector_width},
                      {"k_unroll", p.k_unroll},     {"n_block", p.n_block},
                      {"pack_b", p.pack_b},         {"parallel", p.parallel},
-                     {"k_group", p.k_group}};
+                     {"k_group", p.k_group},       {"m_block", p.m_block},
+                     {"specialize_tails", p.specialize_tails}};
 }
 
 void from_json(const nlohmann::json& j, CpuMatmulParams& p) {
@@ -133,6 +142,8 @@ void from_json(const nlohmann::json& j, CpuMatmulParams& p) {
     else if (k == "pack_b") want_bool(p.pack_b);
     else if (k == "parallel") want_bool(p.parallel);
     else if (k == "k_group") want_int(p.k_group);
+    else if (k == "m_block") want_int(p.m_block);
+    else if (k == "specialize_tails") want_bool(p.specialize_tails);
     else invalid("schedule", "cpu_matmul has no parameter '", k, "'");
   }
 }
@@ -168,6 +179,10 @@ CpuMatmulParams sample(const CpuMatmulSpace& s, const TargetInfo& t, int acc_bit
     p.pack_b = pick(s.pack_b) != 0;
     p.parallel = pick(s.parallel) != 0;
     p.k_group = integer_sum ? pick(s.k_group) : 1;
+    // A row block holds whole tiles: round the drawn block up to tile_rows.
+    p.m_block = pick(s.m_block);
+    if (p.m_block) p.m_block = (p.m_block + p.tile_rows - 1) / p.tile_rows * p.tile_rows;
+    p.specialize_tails = pick(s.specialize_tails) != 0;
     if (!p.validate(t, acc_bits, integer_sum)) return p;
   }
   MMTUNE_CHECK(false, "no valid cpu_matmul parameters in the space for " << t.target);

@@ -27,6 +27,8 @@ struct CpuMatmulParams {
   bool pack_b = true;
   bool parallel = true;  // strips run as parallel tasks
   int k_group = 1;       // integer sums only: K consumed in groups of 2 or 4 (dot-product instructions)
+  int m_block = 0;       // rows per cache block (a multiple of tile_rows; 0 = none)
+  bool specialize_tails = false;  // a branch without tail guards for shapes of whole tiles/blocks
 
   // Lanes actually used for an accumulator of `acc_bits` on `t`.
   int lanes(const TargetInfo& t, int acc_bits) const;
@@ -59,6 +61,8 @@ struct CpuMatmulSpace {
   std::vector<int> pack_b{0, 1};
   std::vector<int> parallel{0, 1};
   std::vector<int> k_group{1, 2, 4};
+  std::vector<int> m_block{0, 0, 32, 96};
+  std::vector<int> specialize_tails{0, 1};
 };
 
 // The template's defaults for a target: CpuMatmulParams{} where they fit its registers, else a

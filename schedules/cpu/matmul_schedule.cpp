@@ -15,23 +15,39 @@ void schedule_cpu_matmul(CpuMatmulPipeline& p, const CpuMatmulParams& params, in
   // index j % width, j / width simplifies to the loop variables (otherwise: gathers).
   out.output_buffer().dim(0).set_min(0).dim(1).set_min(0);
   // With n_block, strips of n_block columns are the tasks (B packed per strip); without, B is packed
-  // once and rows of tiles are the tasks. Tiles of rows x width, rows outer within a strip.
+  // once and rows of tiles are the tasks. Tiles of rows x width; with m_block, blocks of m_block
+  // rows inside a strip, all column tiles of a block before the next block (a packed B panel is
+  // reused across the block's rows while it is in cache).
   const bool strips = params.n_block > 0;
-  if (strips) out.split(p.j, jb, p.j, params.n_block, TailStrategy::GuardWithIf);
-  out.tile(p.j, p.i, jo, io, ji, ii, width, rows, TailStrategy::GuardWithIf)
-      .vectorize(ji, lanes, TailStrategy::GuardWithIf);
-  if (strips) {
-    out.reorder(ji, ii, jo, io, jb);
-    if (params.parallel) out.parallel(jb);
-  } else {
-    out.reorder(ji, ii, jo, io);
-    if (params.parallel) out.parallel(io);
+  const bool blocks = params.m_block > 0;
+  Var ib("ib");
+  auto apply = [&](Stage s, TailStrategy tail) {
+    if (strips) s.split(p.j, jb, p.j, params.n_block, tail);
+    if (blocks) s.split(p.i, ib, p.i, params.m_block, tail);
+    s.tile(p.j, p.i, jo, io, ji, ii, width, rows, tail).vectorize(ji, lanes, tail);
+    std::vector<VarOrRVar> order{ji, ii};
+    if (blocks) {
+      order.insert(order.end(), {io, jo, ib});
+    } else {
+      order.insert(order.end(), {jo, io});
+    }
+    if (strips) order.push_back(jb);
+    s.reorder(order);
+    if (params.parallel) s.parallel(strips ? jb : (blocks ? ib : io));
+  };
+  if (params.specialize_tails) {
+    // Shapes made of whole tiles (and whole strips / blocks) get a branch without tail guards.
+    Expr whole = out.output_buffer().dim(0).extent() % (strips ? params.n_block : width) == 0 &&
+                 out.output_buffer().dim(1).extent() % (blocks ? params.m_block : rows) == 0;
+    apply(out.specialize(whole), TailStrategy::RoundUp);
   }
+  apply(out, TailStrategy::GuardWithIf);
 
   // The accumulator tile lives in registers: whole tiles are computed (the inputs are clamped),
   // only the stores are guarded at the ragged edges.
   Func acc = core.acc;
-  acc.compute_at(out, jo)
+  // At the innermost tile loop: jo (rows of tiles outer) or io (with row blocks, columns outer).
+  acc.compute_at(out, blocks ? io : jo)
       .bound_extent(core.j, width)
       .bound_extent(core.i, rows)
       .vectorize(core.j, lanes)
@@ -47,7 +63,10 @@ void schedule_cpu_matmul(CpuMatmulPipeline& p, const CpuMatmulParams& params, in
     if (params.k_unroll > 1) update.split(kg, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
     Func packed_a = core.packed_a;
     Var kka = packed_a.args()[0], kga = packed_a.args()[1], ia = packed_a.args()[2];
-    packed_a.compute_at(out, io).bound_extent(kka, core.k_group).reorder(kka, kga, ia).vectorize(kka).unroll(ia);
+    // Per row tile, or once per row block when blocking (the block's rows are then reused across
+    // every column tile).
+    packed_a.compute_at(out, blocks ? ib : io).bound_extent(kka, core.k_group).reorder(kka, kga, ia).vectorize(kka);
+    if (!blocks) packed_a.unroll(ia);
   } else {
     // K stays innermost-outer and ascending: only split (never reordered across tiles or
     // rfactored), so each output's sum keeps its K order.
