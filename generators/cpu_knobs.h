@@ -18,6 +18,7 @@ struct CpuMatmulKnobs {
   Halide::GeneratorParam<bool> parallel{"parallel", defaults.parallel};
   Halide::GeneratorParam<int> k_group{"k_group", defaults.k_group};
   Halide::GeneratorParam<int> m_block{"m_block", defaults.m_block};
+  Halide::GeneratorParam<int> k_block{"k_block", defaults.k_block};
   Halide::GeneratorParam<bool> specialize_tails{"specialize_tails", defaults.specialize_tails};
 
   schedules::CpuMatmulParams params() const {
@@ -31,6 +32,7 @@ struct CpuMatmulKnobs {
     p.parallel = parallel;
     p.k_group = k_group;
     p.m_block = m_block;
+    p.k_block = k_block;
     p.specialize_tails = specialize_tails;
     return p;
   }

@@ -49,6 +49,10 @@ std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, int ac
   else if (k_group > 1 && !pack_b) why << "k_group=" << k_group << " needs pack_b (B is packed in K groups)";
   else if (m_block < 0 || (m_block > 0 && m_block % tile_rows != 0))
     why << "m_block=" << m_block << " is not 0 or a multiple of tile_rows=" << tile_rows;
+  else if (k_block < 0) why << "k_block=" << k_block << " is negative";
+  else if (k_block > 0 && (n_block == 0 || m_block == 0 || k_group != 1))
+    why << "k_block=" << k_block << " needs n_block and m_block (the accumulators of one block live in memory)"
+        << " and k_group=1";
   else if (n_block > 0 && n_block % tile_columns(t, acc_bits) != 0)
     why << "n_block=" << n_block << " is not a multiple of the tile width " << tile_columns(t, acc_bits);
   else {
@@ -77,6 +81,7 @@ std::map<std::string, std::string> CpuMatmulParams::generator_params() const {
           {"parallel", parallel ? "true" : "false"},
           {"k_group", std::to_string(k_group)},
           {"m_block", std::to_string(m_block)},
+          {"k_block", std::to_string(k_block)},
           {"specialize_tails", specialize_tails ? "true" : "false"}};
 }
 
@@ -91,6 +96,7 @@ CpuMatmulParams CpuMatmulParams::from_generator_params(const std::map<std::strin
   p.parallel = parse_bool(gp, "parallel", p.parallel);
   p.k_group = parse_int(gp, "k_group", p.k_group);
   p.m_block = parse_int(gp, "m_block", p.m_block);
+  p.k_block = parse_int(gp, "k_block", p.k_block);
   p.specialize_tails = parse_bool(gp, "specialize_tails", p.specialize_tails);
   return p;
 }
@@ -103,6 +109,7 @@ std::string CpuMatmulParams::tag(const TargetInfo& t, int acc_bits) const {
   if (parallel) os << "t";
   if (k_group > 1) os << "g" << k_group;
   if (m_block) os << "m" << m_block;
+  if (k_block) os << "b" << k_block;
   if (specialize_tails) os << "s";
   return os.str();
 }
@@ -117,6 +124,7 @@ void to_json(nlohmann::json& j, const CpuMatmulParams& p) {
                      {"k_unroll", p.k_unroll},     {"n_block", p.n_block},
                      {"pack_b", p.pack_b},         {"parallel", p.parallel},
                      {"k_group", p.k_group},       {"m_block", p.m_block},
+                     {"k_block", p.k_block},
                      {"specialize_tails", p.specialize_tails}};
 }
 
@@ -143,6 +151,7 @@ void from_json(const nlohmann::json& j, CpuMatmulParams& p) {
     else if (k == "parallel") want_bool(p.parallel);
     else if (k == "k_group") want_int(p.k_group);
     else if (k == "m_block") want_int(p.m_block);
+    else if (k == "k_block") want_int(p.k_block);
     else if (k == "specialize_tails") want_bool(p.specialize_tails);
     else invalid("schedule", "cpu_matmul has no parameter '", k, "'");
   }
@@ -183,6 +192,7 @@ CpuMatmulParams sample(const CpuMatmulSpace& s, const TargetInfo& t, int acc_bit
     p.m_block = pick(s.m_block);
     if (p.m_block) p.m_block = (p.m_block + p.tile_rows - 1) / p.tile_rows * p.tile_rows;
     p.specialize_tails = pick(s.specialize_tails) != 0;
+    p.k_block = pick(s.k_block);
     if (!p.validate(t, acc_bits, integer_sum)) return p;
   }
   MMTUNE_CHECK(false, "no valid cpu_matmul parameters in the space for " << t.target);

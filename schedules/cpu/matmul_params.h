@@ -28,6 +28,8 @@ struct CpuMatmulParams {
   bool parallel = true;  // strips run as parallel tasks
   int k_group = 1;       // integer sums only: K consumed in groups of 2 or 4 (dot-product instructions)
   int m_block = 0;       // rows per cache block (a multiple of tile_rows; 0 = none)
+  int k_block = 0;       // K per cache block (0 = none): the block's accumulators live in memory;
+                         // needs n_block and m_block, and k_group = 1
   bool specialize_tails = false;  // a branch without tail guards for shapes of whole tiles/blocks
 
   // Lanes actually used for an accumulator of `acc_bits` on `t`.
@@ -62,6 +64,7 @@ struct CpuMatmulSpace {
   std::vector<int> parallel{0, 1};
   std::vector<int> k_group{1, 2, 4};
   std::vector<int> m_block{0, 0, 32, 96};
+  std::vector<int> k_block{0, 0, 0, 64, 256};
   std::vector<int> specialize_tails{0, 1};
 };
 

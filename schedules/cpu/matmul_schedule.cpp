@@ -43,36 +43,55 @@ void schedule_cpu_matmul(CpuMatmulPipeline& p, const CpuMatmulParams& params, in
   }
   apply(out, TailStrategy::GuardWithIf);
 
-  // The accumulator tile lives in registers: whole tiles are computed (the inputs are clamped),
-  // only the stores are guarded at the ragged edges.
   Func acc = core.acc;
-  // At the innermost tile loop: jo (rows of tiles outer) or io (with row blocks, columns outer).
-  acc.compute_at(out, blocks ? io : jo)
-      .bound_extent(core.j, width)
-      .bound_extent(core.i, rows)
-      .vectorize(core.j, lanes)
-      .unroll(core.j)
-      .unroll(core.i);
   RVar ko("ko"), ki("ki");
   Stage update = acc.update();
-  if (core.k_group > 1) {
-    // Integer sums only: each group of k_group products is reduced across lanes in one dot-product
-    // instruction (atomic vectorization of the group).
-    RVar kk = core.r.x, kg = core.r.y;
-    update.reorder(kk, core.j, core.i, kg).atomic().vectorize(kk).vectorize(core.j, lanes).unroll(core.j).unroll(core.i);
-    if (params.k_unroll > 1) update.split(kg, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
-    Func packed_a = core.packed_a;
-    Var kka = packed_a.args()[0], kga = packed_a.args()[1], ia = packed_a.args()[2];
-    // Per row tile, or once per row block when blocking (the block's rows are then reused across
-    // every column tile).
-    packed_a.compute_at(out, blocks ? ib : io).bound_extent(kka, core.k_group).reorder(kka, kga, ia).vectorize(kka);
-    if (!blocks) packed_a.unroll(ia);
+  if (params.k_block > 0) {
+    // K cache blocking: the accumulator of a whole (m_block x n_block) block lives in memory and
+    // each K block of k_block is applied to all its tiles before the next one. Every output still
+    // sums k = 0, 1, ..., K-1 in order (ko ascending, then ki ascending).
+    Var ajo("ajo"), aio("aio"), aji("aji"), aii("aii");
+    RVar kio("kio"), kii("kii");
+    acc.compute_at(out, ib)
+        .bound_extent(core.j, params.n_block)
+        .bound_extent(core.i, params.m_block)
+        .vectorize(core.j, lanes);
+    update.split(core.r, ko, ki, params.k_block, TailStrategy::GuardWithIf)
+        .tile(core.j, core.i, ajo, aio, aji, aii, width, rows)
+        .reorder(aji, aii, ki, ajo, aio, ko)
+        .vectorize(aji, lanes)
+        .unroll(aji)
+        .unroll(aii);
+    if (params.k_unroll > 1) update.split(ki, kio, kii, params.k_unroll, TailStrategy::GuardWithIf).unroll(kii);
   } else {
-    // K stays innermost-outer and ascending: only split (never reordered across tiles or
-    // rfactored), so each output's sum keeps its K order.
-    update.reorder(core.j, core.i, core.r).vectorize(core.j, lanes).unroll(core.j).unroll(core.i);
-    if (params.k_unroll > 1) {
-      update.split(core.r, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
+    // The accumulator tile lives in registers: whole tiles are computed (the inputs are clamped),
+    // only the stores are guarded at the ragged edges. At the innermost tile loop: jo (rows of
+    // tiles outer) or io (with row blocks, columns outer).
+    acc.compute_at(out, blocks ? io : jo)
+        .bound_extent(core.j, width)
+        .bound_extent(core.i, rows)
+        .vectorize(core.j, lanes)
+        .unroll(core.j)
+        .unroll(core.i);
+    if (core.k_group > 1) {
+      // Integer sums only: each group of k_group products is reduced across lanes in one
+      // dot-product instruction (atomic vectorization of the group).
+      RVar kk = core.r.x, kg = core.r.y;
+      update.reorder(kk, core.j, core.i, kg).atomic().vectorize(kk).vectorize(core.j, lanes).unroll(core.j).unroll(core.i);
+      if (params.k_unroll > 1) update.split(kg, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
+      Func packed_a = core.packed_a;
+      Var kka = packed_a.args()[0], kga = packed_a.args()[1], ia = packed_a.args()[2];
+      // Per row tile, or once per row block when blocking (the block's rows are then reused
+      // across every column tile).
+      packed_a.compute_at(out, blocks ? ib : io).bound_extent(kka, core.k_group).reorder(kka, kga, ia).vectorize(kka);
+      if (!blocks) packed_a.unroll(ia);
+    } else {
+      // K stays innermost-outer and ascending: only split (never reordered across tiles or
+      // rfactored), so each output's sum keeps its K order.
+      update.reorder(core.j, core.i, core.r).vectorize(core.j, lanes).unroll(core.j).unroll(core.i);
+      if (params.k_unroll > 1) {
+        update.split(core.r, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
+      }
     }
   }
 
