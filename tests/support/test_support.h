@@ -21,6 +21,11 @@ std::vector<uint8_t> read_file_bytes(const std::string& path);
 
 #include "reference/tensor.h"
 
+namespace mmtune {
+// GoogleTest prints DType parameters by name (found by argument-dependent lookup).
+inline void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
+}  // namespace mmtune
+
 namespace mmtune::testing {
 
 // Bit-for-bit equality of dtype, shape and every element (float NaNs must match bit patterns too).

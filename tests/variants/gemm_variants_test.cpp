@@ -21,8 +21,6 @@ using testing::host_info;
 
 int acc_bits(DType t) { return gemm_acc_bits(t); }
 
-void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
-
 class GemmVariants : public ::testing::TestWithParam<DType> {};
 
 TEST_P(GemmVariants, BitExactAgainstReference) {
