@@ -30,6 +30,24 @@
 namespace mmtune {
 namespace {
 
+// Runs one call through the runtime: it must take `kernel` and match `expected` bit for bit.
+template <class Call>
+::testing::AssertionResult runs_on_kernel(const std::string& kernel, const Tensor& expected, Call call,
+                                          const std::string& context) {
+  DispatchInfo info;
+  Tensor actual;
+  try {
+    actual = call(&info);
+  } catch (const std::exception& ex) {
+    return ::testing::AssertionFailure() << ex.what() << " (" << context << ")";
+  }
+  if (info.kernel != kernel) {
+    return ::testing::AssertionFailure() << "ran " << info.kernel << " instead of " << kernel << ": " << info.reason
+                                         << " (" << context << ")";
+  }
+  return testing::bit_equal(expected, actual, context);
+}
+
 std::vector<runtime::KernelInfo> kernels_of(const std::string& op) {
   std::vector<runtime::KernelInfo> out;
   for (const auto& k : runtime::linked_kernel_infos()) {
@@ -142,15 +160,8 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
     context << kernel.name << " case " << c.name << " a" << shape_str(c.a) << " b" << shape_str(c.b) << " params a"
             << shape_str(c.a_param) << " b" << shape_str(c.b_param) << " seed " << seed;
     const Tensor expected = qlinear_matmul(args);
-    DispatchInfo info;
-    Tensor actual;
-    try {
-      actual = runtime::qlinear_matmul(args, &info);
-    } catch (const std::exception& ex) {
-      FAIL() << ex.what() << " (" << context.str() << ")";
-    }
-    ASSERT_EQ(info.kernel, kernel.name) << info.reason << " (" << context.str() << ")";
-    ASSERT_TRUE(testing::bit_equal(expected, actual, context.str()));
+    ASSERT_TRUE(runs_on_kernel(kernel.name, expected,
+                               [&](DispatchInfo* info) { return runtime::qlinear_matmul(args, info); }, context.str()));
     ++cases;
     outputs += expected.numel();
   }
@@ -221,15 +232,8 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
               << " per_column=" << per_column << " alpha=" << args.alpha << " y_scale=" << (args.y_scale != nullptr)
               << " seed=" << seed;
       const Tensor expected = qgemm(args);
-      DispatchInfo info;
-      Tensor actual;
-      try {
-        actual = runtime::qgemm(args, &info);
-      } catch (const std::exception& ex) {
-        FAIL() << ex.what() << " (" << context.str() << ")";
-      }
-      ASSERT_EQ(info.kernel, kernel.name) << info.reason << " (" << context.str() << ")";
-      ASSERT_TRUE(testing::bit_equal(expected, actual, context.str()));
+      ASSERT_TRUE(runs_on_kernel(kernel.name, expected,
+                                 [&](DispatchInfo* info) { return runtime::qgemm(args, info); }, context.str()));
       ++cases;
     }
   }
@@ -280,15 +284,8 @@ TEST_P(QuantMatmulDequantRuntime, ShippedKernelIsBitExact) {
       context << kernel.name << " " << s.category << " M=" << m << " N=" << n << " K=" << k << " bias=" << bias
               << " transpose_weight=" << transpose << " seed=" << seed;
       const Tensor expected = quant_matmul_dequant(args);
-      DispatchInfo info;
-      Tensor actual;
-      try {
-        actual = runtime::quant_matmul_dequant(args, &info);
-      } catch (const std::exception& ex) {
-        FAIL() << ex.what() << " (" << context.str() << ")";
-      }
-      ASSERT_EQ(info.kernel, kernel.name) << info.reason << " (" << context.str() << ")";
-      ASSERT_TRUE(testing::bit_equal(expected, actual, context.str()));
+      ASSERT_TRUE(runs_on_kernel(kernel.name, expected,
+                                 [&](DispatchInfo* info) { return runtime::quant_matmul_dequant(args, info); }, context.str()));
       ++cases;
     }
   }
