@@ -14,7 +14,7 @@
 #include "autotune/npy.h"
 #include "mmtune/mmtune.h"
 #include "reference/registry.h"
-#include "schedules/target_info.h"
+#include "schedules/schedule.h"
 
 namespace mmtune::cli {
 namespace {
@@ -149,9 +149,9 @@ void print_values(std::ostream& os, const Tensor& t) {
   os << "\n";
 }
 
-// --impl halide: the schedule from --params, else the template's shipped defaults, shrunk to a
-// 4x2 tile without strips where they do not fit this host's registers (as the variant suites do).
-HalideVariant halide_variant(const RunOptions& o, const NamedTensors& inputs) {
+// --impl halide: the schedule from --params, else the defaults of the host's template for the
+// kernel's sum (shrunk where they do not fit this host's registers, as the variant suites do).
+HalideVariant halide_variant(const RunOptions& o) {
   HalideVariant v;
   if (!o.params.empty()) {
     std::ifstream in(o.params);
@@ -162,15 +162,8 @@ HalideVariant halide_variant(const RunOptions& o, const NamedTensors& inputs) {
     } catch (const nlohmann::json::exception& e) {
       invalid("mmtune run", "--params ", o.params, " is not JSON: ", e.what());
     }
-    v.schedule = j.get<schedules::CpuMatmulParams>();
-    return v;
+    v.schedule = j.get<schedules::Schedule>();
   }
-  // 64-bit accumulators: float64/int64/uint64 Gemm and float8 QLinearMatMul (float64 sums).
-  int acc_bits = 32;
-  for (const auto& [name, t] : inputs) {
-    if (dtype_size(t.dtype) == 8 || is_float8(t.dtype)) acc_bits = 64;
-  }
-  v.schedule = schedules::default_params(schedules::target_info(host_target()), acc_bits);
   return v;
 }
 
@@ -193,10 +186,9 @@ int run(const RunOptions& o) {
   Tensor y;
   std::string how;
   if (o.impl == "halide") {
-    const HalideVariant v = halide_variant(o, inputs);
+    const HalideVariant v = halide_variant(o);
     y = run_halide(op.name, inputs, attrs, v);
-    nlohmann::json j = v.schedule;
-    how = "JIT for " + host_target() + ", schedule " + j.dump();
+    how = "JIT for " + host_target() + ", schedule " + (v.schedule ? nlohmann::json(*v.schedule).dump() : "defaults");
   } else if (o.impl == "runtime") {
     DispatchInfo info;
     y = runtime::run(op.name, inputs, attrs, &info);
@@ -225,7 +217,8 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--impl", o->impl,
                   "Implementation: reference, halide (JIT of the generator), runtime (the linked AOT kernels)")
       ->capture_default_str();
-  cmd->add_option("--params", o->params, "--impl halide: schedule parameters, a cpu_matmul JSON file");
+  cmd->add_option("--params", o->params,
+                  "--impl halide: a schedule, JSON {\"template\": \"cpu_matmul\", knob: value, ...} (docs/naming.md)");
   cmd->add_option("--input", o->inputs,
                   "NAME=FILE.npy[:dtype] (dtype reinterprets stored bits, e.g. a=a.npy:float8e4m3fn)");
   cmd->add_option("--input-dir", o->input_dir, "Folder of NAME.npy / NAME.DTYPE.npy inputs");

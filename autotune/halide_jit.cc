@@ -1,35 +1,27 @@
 // JIT plumbing shared by the operators' Halide paths.
 #include "autotune/halide_jit.h"
 
+#include <map>
 #include <mutex>
-#include <sstream>
 
-namespace mmtune {
-namespace jit {
-
+namespace mmtune::jit {
 namespace {
-void capture_error(Halide::JITUserContext* ctx, const char* msg) {
-  static_cast<ErrorContext*>(ctx)->message += msg;
-}
-}  // namespace
 
-ErrorContext::ErrorContext() { handlers.custom_error = capture_error; }
+void capture_error(Halide::JITUserContext* ctx, const char* msg) { static_cast<ErrorContext*>(ctx)->message += msg; }
 
-
-Halide::Target resolve_target(const std::string& t) {
-  return t == "host" ? Halide::get_host_target() : Halide::Target(t);
-}
-
-namespace {
 struct JitCache {
   std::mutex mu;
   std::map<std::string, Halide::Callable> kernels;
 };
+
 JitCache& cache() {
   static JitCache c;
   return c;
 }
+
 }  // namespace
+
+ErrorContext::ErrorContext() { handlers.custom_error = capture_error; }
 
 std::size_t cache_size() {
   std::lock_guard<std::mutex> lock(cache().mu);
@@ -37,7 +29,8 @@ std::size_t cache_size() {
 }
 
 Halide::Callable compile(const KernelKey& key, const std::string& target) {
-  const std::string id = key.to_string() + " target=" + target;
+  const std::string resolved = resolve_target(target);
+  const std::string id = key.to_string() + " target=" + resolved;
   JitCache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -46,15 +39,15 @@ Halide::Callable compile(const KernelKey& key, const std::string& target) {
   }
   // Compiling may take a while: do it outside the lock (two threads may compile the same kernel;
   // the first one stored wins).
-  auto gen = Halide::Internal::GeneratorRegistry::create(key.generator,
-                                                         Halide::GeneratorContext(resolve_target(target)));
-  MMTUNE_CHECK(gen != nullptr, "generator " << key.generator << " is not linked in");
+  auto gen = Halide::Internal::GeneratorRegistry::create(key.identity.generator,
+                                                         Halide::GeneratorContext(Halide::Target(resolved)));
+  MMTUNE_CHECK(gen != nullptr, "generator " << key.identity.generator << " is not linked in");
   Halide::Callable callable;
   try {
-    gen->set_generatorparam_values(key.params);
+    gen->set_generatorparam_values(key.generator_params());
     callable = gen->compile_to_callable();
   } catch (const Halide::Error& e) {
-    throw InternalError("mmtune: compiling " + key.to_string() + " for " + target + " failed: " + e.what());
+    throw InternalError("mmtune: compiling " + key.to_string() + " for " + resolved + " failed: " + e.what());
   }
   std::lock_guard<std::mutex> lock(c.mu);
   return c.kernels.emplace(id, callable).first->second;
@@ -62,12 +55,9 @@ Halide::Callable compile(const KernelKey& key, const std::string& target) {
 
 void check(int rc, const ErrorContext& ctx, const KernelKey& key) {
   if (rc != 0) {
-    throw InternalError("mmtune: Halide kernel " + key.to_string() + " failed (code " +
-                        std::to_string(rc) + "): " + ctx.message);
+    throw InternalError("mmtune: Halide kernel " + key.to_string() + " failed (code " + std::to_string(rc) +
+                        "): " + ctx.message);
   }
 }
 
-}  // namespace jit
-
-
-}  // namespace mmtune
+}  // namespace mmtune::jit

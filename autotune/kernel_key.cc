@@ -1,69 +1,51 @@
-// Kernel identities.
+// Kernel keys.
 #include "autotune/kernel_key.h"
 
-#include <sstream>
+#include "Halide.h"
+#include "reference/dtype.h"
 
 namespace mmtune {
 
+std::string resolve_target(const std::string& target) {
+  return target == "host" ? Halide::get_host_target().to_string() : target;
+}
+
+std::string host_target() { return resolve_target("host"); }
+
+schedules::TargetInfo target_info_of(const HalideVariant& v) {
+  return schedules::target_info(resolve_target(v.target));
+}
+
+std::map<std::string, std::string> KernelKey::generator_params() const {
+  std::map<std::string, std::string> gp = identity.params;
+  for (const auto& [k, v] : schedule.generator_params()) gp[k] = v;
+  return gp;
+}
+
 std::string KernelKey::to_string() const {
-  std::ostringstream os;
-  os << generator;
-  for (const auto& [k, v] : params) os << " " << k << "=" << v;
-  return os.str();
+  std::string s = identity.generator;
+  for (const auto& [k, v] : generator_params()) s += " " + k + "=" + v;
+  return s;
 }
 
-std::string gp_type(DType t) { return is_float8(t) ? "uint8" : dtype_name(t); }
-
-void add_schedule_params(KernelKey& key, const HalideVariant& v) {
-  for (const auto& [k, val] : v.schedule.generator_params()) key.params[k] = val;
-}
-
-int gemm_acc_bits(DType t) {
-  if (t == DType::kFloat16 || t == DType::kBFloat16) return 32;
-  return static_cast<int>(dtype_size(t) * 8);
-}
-
-KernelKey gemm_kernel_key(const GemmArgs& args, const HalideVariant& v) {
-  KernelKey key{"mmtune_gemm", {}};
-  const std::string t = gp_type(args.a->dtype);
-  key.params = {{"A.type", t},
-                {"B.type", t},
-                {"C.type", t},
-                {"Y.type", t},
-                {"trans_a", args.trans_a ? "true" : "false"},
-                {"trans_b", args.trans_b ? "true" : "false"},
-                {"has_c", args.c ? "true" : "false"},
-                {"contract", to_string(args.contract)}};
-  add_schedule_params(key, v);
-  return key;
-}
-
-KernelKey qlinear_matmul_kernel_key(const QLinearMatMulArgs& args, const HalideVariant& v) {
-  KernelKey key{"mmtune_qlinear_matmul", {}};
-  key.params = {{"a.type", gp_type(args.a->dtype)},
-                {"b.type", gp_type(args.b->dtype)},
-                {"y.type", gp_type(args.y_zero_point->dtype)},
-                {"scale_type", dtype_name(args.a_scale->dtype)},
-                {"requant", to_string(args.requant)}};
-  if (is_float8(args.a->dtype)) {
-    // float8 has its own rule (no requant mode): the mode does not name a different kernel.
-    key.params["requant"] = "float32";
-    key.params["a_format"] = dtype_name(args.a->dtype);
-    key.params["b_format"] = dtype_name(args.b->dtype);
-    key.params["y_format"] = dtype_name(args.y_zero_point->dtype);
+schedules::Accumulator accumulator_of(const KernelIdentity& id) {
+  if (id.op == "Gemm") {
+    const DType t = *dtype_from_name(id.params.at("A.type"));
+    const DType acc = gemm_accumulation_type(t);
+    return {static_cast<int>(dtype_size(acc) * 8), is_integer(t)};
   }
-  add_schedule_params(key, v);
-  return key;
+  if (id.op == "QLinearMatMul" && id.params.count("a_format")) {
+    return {64, false};  // float8: a float64 sum of exact products, in K order
+  }
+  return {32, true};  // the quantized operators' exact int32 sums
 }
 
-KernelKey qgemm_kernel_key(const QGemmArgs& args, const HalideVariant& v) {
-  KernelKey key{"mmtune_qgemm", {}};
-  key.params = {{"A.type", gp_type(args.a->dtype)},
-                {"B.type", gp_type(args.b->dtype)},
-                {"Y.type", args.y_zero_point ? gp_type(args.y_zero_point->dtype) : "float32"},
-                {"has_y_scale", args.y_scale ? "true" : "false"}};
-  add_schedule_params(key, v);
-  return key;
+KernelKey kernel_key(const KernelIdentity& id, const HalideVariant& v) {
+  const schedules::TargetInfo t = target_info_of(v);
+  const schedules::Accumulator acc = accumulator_of(id);
+  const schedules::Schedule s = v.schedule ? *v.schedule : schedules::default_schedule(t, acc);
+  if (auto why = s.validate(t, acc)) invalid(id.op, "schedule: ", *why);
+  return {id, s};
 }
 
 }  // namespace mmtune

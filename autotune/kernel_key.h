@@ -1,50 +1,46 @@
-// A kernel's identity: generator name + generator parameters (dtypes, layout, contract, mode,
-// schedule). The JIT cache, the AOT build, the tuned databases and the runtime's dispatch all use
-// it. No Halide dependency: the runtime library computes keys too.
+// A kernel to compile: what it computes (its identity, runtime/host/kernel_identity.h), how (a
+// schedule) and for which Halide target. The JIT cache, the tuner and the AOT databases key kernels
+// by it.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
-#include "reference/gemm.h"
-#include "reference/qgemm.h"
-#include "reference/qlinear_matmul.h"
-#include "schedules/cpu/matmul_params.h"
+#include "runtime/host/kernel_identity.h"
+#include "schedules/schedule.h"
+#include "schedules/target_info.h"
 
 namespace mmtune {
 
-struct KernelKey {
-  std::string generator;
-  std::map<std::string, std::string> params;
-  std::string to_string() const;  // "mmtune_gemm A.type=float32 ... tile_rows=6 ..."
-};
-
 // A schedule for a target: what the tuner searches and the databases store.
 struct HalideVariant {
-  schedules::CpuMatmulParams schedule;
+  // Absent: the defaults of the target family's template for the kernel's sum.
+  std::optional<schedules::Schedule> schedule;
   std::string target = "host";  // "host" or a Halide target string
 };
 
-// The generator-parameter spelling of a dtype ("float32", "uint8", ...); float8 travels as uint8.
-std::string gp_type(DType t);
+// The Halide target string `target` names ("host": this machine's, as Halide detects it).
+std::string resolve_target(const std::string& target);
+// This machine's Halide target string ("x86-64-linux-avx2-...").
+std::string host_target();
+// Target facts of a variant's target ("host" resolved).
+schedules::TargetInfo target_info_of(const HalideVariant& v);
 
-// Adds the schedule's generator parameters to a kernel key.
-void add_schedule_params(KernelKey& key, const HalideVariant& v);
+struct KernelKey {
+  KernelIdentity identity;
+  schedules::Schedule schedule;
+  // The generator parameters: the identity's and the schedule's.
+  std::map<std::string, std::string> generator_params() const;
+  std::string to_string() const;  // "mmtune_gemm A.type=float32 ... template=cpu_matmul tile_rows=6 ..."
+};
 
-// Bits of the accumulator a Gemm of this type uses (float16/bfloat16 sum in float32).
-int gemm_acc_bits(DType t);
+// The Accumulator of each operator's kernels (its K sum: width and exactness).
+schedules::Accumulator accumulator_of(const KernelIdentity& id);
 
-// The Gemm kernel that evaluates `args`; the runtime always uses has_c=true kernels (an absent C is
-// beta = 0 over a zero-stride dummy, which computes the same bits).
-KernelKey gemm_kernel_key(const GemmArgs& args, const HalideVariant& v);
-
-// The QLinearMatMul kernel (int8/uint8 operands) for `args`: operand and output types, scale type,
-// requantization mode. Per-row/per-column parameters and batching are the host's, so they are not
-// part of the identity.
-KernelKey qlinear_matmul_kernel_key(const QLinearMatMulArgs& args, const HalideVariant& v);
-
-// The QGemm kernel for `args`: operand types, output (float32 or quantized), whether y_scale is
-// given. Transposes are materialized by the host; C is always passed (zero-stride dummy if absent).
-KernelKey qgemm_kernel_key(const QGemmArgs& args, const HalideVariant& v);
+// The kernel of `id` under `v` (its schedule, or the default one), validated: InvalidArgument
+// naming the operator and the reason when the schedule's template does not fit the target or its
+// knobs do not fit the sum, before anything is compiled.
+KernelKey kernel_key(const KernelIdentity& id, const HalideVariant& v);
 
 }  // namespace mmtune

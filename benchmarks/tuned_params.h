@@ -14,10 +14,12 @@ namespace mmtune::bench {
 // tuned for) or streamed (B comes from L3 or memory for every tile row).
 std::string shape_class(int64_t m, int64_t n, int64_t k);
 
-// Float32 Gemm parameters for the target's natural vector width (AVX-512: 16 lanes).
-schedules::CpuMatmulParams tuned_f32_params(int64_t m, int64_t n, int64_t k, FloatContract contract);
+// Float32 Gemm parameters for the target's natural vector width: tuned on AVX-512 (32 registers of
+// 16 lanes); on a 16-register ISA (AVX2, SSE4.1), the shipped AVX2 database's tiles.
+schedules::CpuMatmulParams tuned_f32_params(const schedules::TargetInfo& t, int64_t m, int64_t n, int64_t k,
+                                            FloatContract contract);
 
-// QLinearMatMul u8 x s8 parameters (int32 accumulators, 16 lanes; K grouped for the dot products).
-schedules::CpuMatmulParams tuned_u8s8_params(int64_t m, int64_t n, int64_t k);
+// QLinearMatMul u8 x s8 parameters (int32 accumulators; K grouped for the dot products).
+schedules::CpuMatmulParams tuned_u8s8_params(const schedules::TargetInfo& t, int64_t m, int64_t n, int64_t k);
 
 }  // namespace mmtune::bench

@@ -78,21 +78,23 @@ function(_mmtune_json_params out json what skip)
   set(${out} "${items}" PARENT_SCOPE)
 endfunction()
 
-# mmtune_add_kernels(<name> DATABASE <file.json> FROM <generator executable>)
+# mmtune_add_kernels(<name> DATABASE <file.json> FROM <generator executable> OUT_SOURCES <var>)
 #
 # For each kernel of the database, add_halide_library(<kernel name> ...) with the kernel's identity
-# params and schedule as generator params, compiled for the database's target plus user_context (each
-# call carries its own error capture) and C++ name mangling (the function is
-# mmtune::kernels::<kernel name>); one Halide runtime shared by all; then a static library
-# <name> holding the generated dispatch table (<name>_table.cc) and linking every kernel. The table
+# params and schedule (its "template" included) as generator params, compiled for the database's
+# target plus user_context (each call carries its own error capture) and C++ name mangling (the
+# function is mmtune::kernels::<kernel name>); one Halide runtime shared by all; and the generated
+# dispatch table <name>_table.cc. <var> receives the table, every kernel's object and the runtime's
+# object, for the library that carries them (one archive to install; the caller adds the current
+# binary directory, where the kernels' headers are, to its include path). The table
 # declares, per kernel: name, operator, generator, identity params, schedule, shape bucket and the
 # function, checked at compile time against the operator's signature type
 # mmtune::runtime::<Op>KernelFn (runtime/src/kernel_table.h). A database whose target is "none" has
 # no kernels; an empty table is generated.
 function(mmtune_add_kernels name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DATABASE;FROM" "")
-  if(NOT ARG_DATABASE OR NOT ARG_FROM)
-    message(FATAL_ERROR "mmtune_add_kernels(${name}): DATABASE and FROM are required")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DATABASE;FROM;OUT_SOURCES" "")
+  if(NOT ARG_DATABASE OR NOT ARG_FROM OR NOT ARG_OUT_SOURCES)
+    message(FATAL_ERROR "mmtune_add_kernels(${name}): DATABASE, FROM and OUT_SOURCES are required")
   endif()
   cmake_path(ABSOLUTE_PATH ARG_DATABASE BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")
   if(NOT EXISTS "${ARG_DATABASE}")
@@ -145,7 +147,7 @@ function(mmtune_add_kernels name)
       endif()
       _mmtune_json_get(generator "${json}" "${where}" kernels ${i} generator)
       _mmtune_json_params(identity "${json}" "${where}: params" "" kernels ${i} params)
-      _mmtune_json_params(schedule "${json}" "${where}: schedule" "template" kernels ${i} schedule)
+      _mmtune_json_params(schedule "${json}" "${where}: schedule" "" kernels ${i} schedule)
 
       # The bucket: "any", or an object of optional m_min, m_max, n_min, n_max, k_min, k_max.
       set(bounds "")
@@ -228,9 +230,16 @@ const KernelTable& linked_kernels() {
 }  // namespace mmtune::runtime
 ]])
 
-  add_library(${name} STATIC "${table}")
-  target_include_directories(${name} PRIVATE "${PROJECT_SOURCE_DIR}")
-  target_link_libraries(${name} PUBLIC ${libraries} ${runtime} Halide::Runtime)
+  # The objects add_halide_library and add_halide_runtime write (native targets: one object each).
+  set(sources "${table}")
+  foreach(kernel IN LISTS libraries ITEMS ${runtime})
+    get_target_property(imported ${kernel} IMPORTED)
+    if(imported)
+      message(FATAL_ERROR "mmtune_add_kernels: ${target} is a cross target; the runtime builds host kernels")
+    endif()
+    list(APPEND sources "${CMAKE_CURRENT_BINARY_DIR}/${kernel}${CMAKE_CXX_OUTPUT_EXTENSION}")
+  endforeach()
+  set(${ARG_OUT_SOURCES} "${sources}" PARENT_SCOPE)
   list(LENGTH libraries n)
   message(STATUS "mmtune: ${n} AOT kernels for ${target} from ${db_rel}")
 endfunction()

@@ -1,39 +1,33 @@
 // The part every operator shares: C(j, i) = sum over k of a(k, i) * b(j, k), K ascending, with B
-// optionally packed into panels the inner loop reads contiguously. Halide dims are (column, row).
+// optionally packed into panels the inner loop reads contiguously, built into the pipeline handle
+// the schedule template schedules. Halide dims are (column, row).
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include "Halide.h"
+#include "reference/dtype.h"
+#include "schedules/matmul_pipeline.h"
 
 namespace mmtune::gen {
 
-struct MatmulCore {
-  Halide::Func acc{"acc"};            // acc(j, i): pure definition 0, one update over r
-  Halide::Func packed_b{"packed_b"};  // packed_b(jj, k, jp) = b(jp * panel + jj, k), when packing;
-                                      // grouped: packed_b(kk, jj, kg, jp) = b(jp * panel + jj, kg * g + kk)
-  Halide::Func packed_a{"packed_a"};  // grouped only: packed_a(kk, kg, i) = a(kg * g + kk, i)
-  Halide::RDom r;                     // r (or r.x = kk, r.y = kg when grouped)
-  Halide::Var j{"j"}, i{"i"};
-  int panel = 0;
-  int k_group = 1;  // > 1: K is consumed in groups of k_group (exact integer sums only), so that
-                    // the target's dot-product instructions (pmaddwd, vpdpwssd, vpdpbusd) apply
-};
-
-// `a(k, i)` and `b(j, k)` must be readable anywhere (clamp the inputs at their edges: the schedule
-// computes whole register tiles). The accumulator starts at `zero`; `step(acc, a, b)` gives the next
-// accumulator value, applied in K order.
+// `a(k, i)` and `b(j, k)` must be readable anywhere (clamp the inputs at their edges: schedules
+// compute whole register tiles). The accumulator starts at `zero`; `step(acc, a, b)` gives the next
+// accumulator value, applied in K order. Fills p.acc, p.r, p.packed_b and p.packed_a as p.layout
+// asks (K groups only for exact integer sums: the padding beyond K is zero in both operands).
 using MatmulStep = std::function<Halide::Expr(Halide::Expr, Halide::Expr, Halide::Expr)>;
-MatmulCore build_matmul(const Halide::Func& a, const Halide::Func& b, const Halide::Expr& k_extent,
-                        const Halide::Expr& zero, const MatmulStep& step, int panel, bool pack_b,
-                        int k_group = 1);
+void build_matmul(schedules::MatmulPipeline& p, const Halide::Func& a, const Halide::Func& b,
+                  const Halide::Expr& k_extent, const Halide::Expr& zero, const MatmulStep& step);
 
 // A 2-D input read as (column, row) with its edges clamped, optionally transposed.
 Halide::Func clamped_matrix(const Halide::Func& input, const Halide::Expr& width,
                             const Halide::Expr& height, bool transpose, const std::string& name);
 
-// Round half to even to an integer-valued float (Halide's round() is ties-to-even), and the
-// saturating integer conversions the references use.
+// The saturating conversion of an integral value to `t` (the references' saturate_cast).
 Halide::Expr saturate_to(const Halide::Type& t, const Halide::Expr& integral_value);
+
+// The mmtune dtype of a Halide scalar type (float8 travels as uint8).
+DType dtype_of(const Halide::Type& t);
 
 }  // namespace mmtune::gen

@@ -5,23 +5,23 @@
 #pragma once
 
 #include "Halide.h"
-#include "generators/matmul_core.h"
+#include "schedules/matmul_pipeline.h"
 
 namespace mmtune::gen {
 
 struct QuantCore {
-  MatmulCore core;            // acc(j, i): raw sum of a*b as int32 (wraps)
-  Halide::Func column_sums;   // column_sums(j) = sum_k b(j, k)   (uint32, per strip)
-  Halide::Func row_sums;      // row_sums(i) = sum_k a(k, i)      (uint32, once per call)
-  Halide::Var j, i;
-  // The exact int32 accumulator of (j, i) given the zero points (int32 Exprs of row i / column j).
-  Halide::Expr accumulator(const Halide::Expr& za, const Halide::Expr& zb) const;
+  Halide::Func column_sums{"column_sums"};  // column_sums(j) = sum_k b(j, k)   (uint32)
+  Halide::Func row_sums{"row_sums"};        // row_sums(i) = sum_k a(k, i)      (uint32)
   Halide::Expr k;
+  // The exact int32 accumulator of p's (j, i) given the zero points (int32 Exprs of row i / column
+  // j).
+  Halide::Expr accumulator(const schedules::MatmulPipeline& p, const Halide::Expr& za, const Halide::Expr& zb) const;
 };
 
-// a(k, i) and b(j, k) are the clamped 8-bit inputs (int8 or uint8).
-QuantCore build_quant_matmul(const Halide::Func& a, const Halide::Func& b, const Halide::Expr& k,
-                             int panel, bool pack_b, int k_group);
+// a(k, i) and b(j, k) are the clamped 8-bit inputs (int8 or uint8). Builds the raw sum of a*b into
+// p (p.layout set) and adds the column sums (per column) and row sums (per call) to p's producers.
+QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Halide::Func& a, const Halide::Func& b,
+                             const Halide::Expr& k);
 
 // y = sat(RNE(fl32(fl32(acc) * m)) + zp) to `out` (int8/uint8): requant mode float32.
 Halide::Expr requantize_float32(const Halide::Expr& acc, const Halide::Expr& m, const Halide::Expr& zp,

@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "reference/tensor.h"
+#include "tensor.h"
 
 namespace mmtune {
 

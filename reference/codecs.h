@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "reference/dtype.h"
+#include "dtype.h"
 
 namespace mmtune {
 

@@ -104,12 +104,25 @@ void integer_gemm(const GemmArgs& args, const Operands& o, const std::vector<int
 
 }  // namespace
 
-const char* to_string(FloatContract c) { return c == FloatContract::kStrict ? "strict" : "fma"; }
+const EnumNames<FloatContract>& float_contract_names() {
+  static const EnumNames<FloatContract> names = {{"strict", FloatContract::kStrict}, {"fma", FloatContract::kFma}};
+  return names;
+}
+
+const char* to_string(FloatContract c) { return enum_name(float_contract_names(), c); }
 
 std::optional<FloatContract> float_contract_from_string(std::string_view s) {
-  if (s == "strict") return FloatContract::kStrict;
-  if (s == "fma") return FloatContract::kFma;
-  return std::nullopt;
+  return enum_from_name(float_contract_names(), s);
+}
+
+bool contract_applies(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+
+FloatContract effective_contract(DType t, FloatContract c) {
+  return contract_applies(t) ? c : FloatContract::kStrict;
+}
+
+DType gemm_accumulation_type(DType t) {
+  return t == DType::kFloat16 || t == DType::kBFloat16 ? DType::kFloat32 : t;
 }
 
 GemmPlan validate_gemm(const GemmArgs& args) {

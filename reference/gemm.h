@@ -4,7 +4,8 @@
 #include <optional>
 #include <string_view>
 
-#include "reference/tensor.h"
+#include "enum_names.h"
+#include "tensor.h"
 
 namespace mmtune {
 
@@ -12,8 +13,20 @@ namespace mmtune {
 //   kStrict: acc = fl(acc + fl(a_k * b_k))   (the default)
 //   kFma:    acc = fma(a_k, b_k, acc)        (one rounding per step)
 enum class FloatContract { kStrict, kFma };
+const EnumNames<FloatContract>& float_contract_names();  // "strict", "fma"
 const char* to_string(FloatContract c);
 std::optional<FloatContract> float_contract_from_string(std::string_view s);
+
+// Whether the float contract can change the bits of a Gemm sum of type T: for float32, float64 and
+// bfloat16 it can; float16 products are exact in the float32 accumulator (both contracts round
+// alike) and integer sums have no rounding. (docs/semantics.md, "Float contract".)
+bool contract_applies(DType t);
+// The contract a Gemm of type T computes under `c`: `c` where it applies, else kStrict (the one
+// spelling of such kernels' identity).
+FloatContract effective_contract(DType t, FloatContract c);
+
+// The type a Gemm of type T accumulates in: float32 for float16/bfloat16/float32, else T.
+DType gemm_accumulation_type(DType t);
 
 struct GemmArgs {
   const Tensor* a = nullptr;

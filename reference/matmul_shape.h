@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "reference/tensor.h"
+#include "tensor.h"
 
 namespace mmtune {
 

@@ -1,7 +1,7 @@
 // com.microsoft QGemm (ONNX Runtime contrib op), bit-exact reference (SEMANTICS.md §4, §8.5).
 #pragma once
 
-#include "reference/tensor.h"
+#include "tensor.h"
 
 namespace mmtune {
 

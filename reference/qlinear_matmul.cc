@@ -34,12 +34,15 @@ bool is_positive_zero_float8(const Tensor& t, int64_t i) { return t.data<uint8_t
 
 }  // namespace
 
-const char* to_string(RequantMode m) { return m == RequantMode::kFloat32 ? "float32" : "float64"; }
+const EnumNames<RequantMode>& requant_mode_names() {
+  static const EnumNames<RequantMode> names = {{"float32", RequantMode::kFloat32}, {"float64", RequantMode::kFloat64}};
+  return names;
+}
+
+const char* to_string(RequantMode m) { return enum_name(requant_mode_names(), m); }
 
 std::optional<RequantMode> requant_mode_from_string(std::string_view s) {
-  if (s == "float32") return RequantMode::kFloat32;
-  if (s == "float64") return RequantMode::kFloat64;
-  return std::nullopt;
+  return enum_from_name(requant_mode_names(), s);
 }
 
 float qlinear_multiplier(DType scale_type, float a_scale, float b_scale, float y_scale) {

@@ -4,8 +4,9 @@
 #include <optional>
 #include <string_view>
 
-#include "reference/matmul_shape.h"
-#include "reference/tensor.h"
+#include "enum_names.h"
+#include "matmul_shape.h"
+#include "tensor.h"
 
 namespace mmtune {
 
@@ -13,6 +14,7 @@ namespace mmtune {
 //   kFloat32: y = sat(RNE(fl32(fl32(acc) * M)) + y_zp)   -- ONNX Runtime / MLAS; the default.
 //   kFloat64: y = sat(RNE(fl64(acc * M) + y_zp))          -- the ONNX reference evaluator.
 enum class RequantMode { kFloat32, kFloat64 };
+const EnumNames<RequantMode>& requant_mode_names();  // "float32", "float64"
 const char* to_string(RequantMode m);
 std::optional<RequantMode> requant_mode_from_string(std::string_view s);
 

@@ -26,13 +26,14 @@ float fused_scale_value(int64_t v) {
 
 }  // namespace
 
-const char* to_string(XQuantMode m) { return m == XQuantMode::kPerToken ? "pertoken" : "pertensor"; }
-
-std::optional<XQuantMode> x_quant_mode_from_string(std::string_view s) {
-  if (s == "pertoken") return XQuantMode::kPerToken;
-  if (s == "pertensor") return XQuantMode::kPerTensor;
-  return std::nullopt;
+const EnumNames<XQuantMode>& x_quant_mode_names() {
+  static const EnumNames<XQuantMode> names = {{"pertoken", XQuantMode::kPerToken}, {"pertensor", XQuantMode::kPerTensor}};
+  return names;
 }
+
+const char* to_string(XQuantMode m) { return enum_name(x_quant_mode_names(), m); }
+
+std::optional<XQuantMode> x_quant_mode_from_string(std::string_view s) { return enum_from_name(x_quant_mode_names(), s); }
 
 QuantMatmulDequantPlan validate_quant_matmul_dequant(const QuantMatmulDequantArgs& args) {
   const Tensor& x = require_present(kOp, "x", args.x);

@@ -5,11 +5,13 @@
 #include <optional>
 #include <string_view>
 
-#include "reference/tensor.h"
+#include "enum_names.h"
+#include "tensor.h"
 
 namespace mmtune {
 
 enum class XQuantMode { kPerToken, kPerTensor };
+const EnumNames<XQuantMode>& x_quant_mode_names();  // "pertoken", "pertensor"
 const char* to_string(XQuantMode m);
 std::optional<XQuantMode> x_quant_mode_from_string(std::string_view s);
 

@@ -45,11 +45,10 @@ float attr_float(const OpSpec& op, const Attributes& attrs, const std::string& n
 }
 
 template <class E>
-E attr_enum(const OpSpec& op, const Attributes& attrs, const std::string& name,
-            std::optional<E> (*parse)(std::string_view), const char* allowed) {
+E attr_enum(const OpSpec& op, const Attributes& attrs, const std::string& name, const EnumNames<E>& names) {
   const std::string v = attr(op, attrs, name);
-  const std::optional<E> e = parse(v);
-  if (!e) invalid(op.name, "attribute ", name, "=", v, " is not one of ", allowed);
+  const std::optional<E> e = enum_from_name(names, v);
+  if (!e) invalid(op.name, "attribute ", name, "=", v, " is not one of ", enum_name_list(names));
   return *e;
 }
 
@@ -144,7 +143,7 @@ QLinearMatMulArgs qlinear_matmul_args(const NamedTensors& in, const Attributes& 
   a.y_scale = get(in, "y_scale");
   a.y_zero_point = get(in, "y_zero_point");
   a.opset = static_cast<int>(attr_int(op, attrs, "opset"));
-  a.requant = attr_enum<RequantMode>(op, attrs, "requant", requant_mode_from_string, "float32, float64");
+  a.requant = attr_enum(op, attrs, "requant", requant_mode_names());
   return a;
 }
 
@@ -158,7 +157,7 @@ GemmArgs gemm_args(const NamedTensors& in, const Attributes& attrs) {
   a.beta = attr_float(op, attrs, "beta");
   a.trans_a = attr_int(op, attrs, "transA") != 0;
   a.trans_b = attr_int(op, attrs, "transB") != 0;
-  a.contract = attr_enum<FloatContract>(op, attrs, "contract", float_contract_from_string, "strict, fma");
+  a.contract = attr_enum(op, attrs, "contract", float_contract_names());
   return a;
 }
 
@@ -190,8 +189,7 @@ QuantMatmulDequantArgs quant_matmul_dequant_args(const NamedTensors& in, const A
   a.x_scale = get(in, "x_scale");
   a.x_offset = get(in, "x_offset");
   a.smooth_scale = get(in, "smooth_scale");
-  a.x_quant_mode = attr_enum<XQuantMode>(op, attrs, "x_quant_mode", x_quant_mode_from_string,
-                                         "pertoken, pertensor");
+  a.x_quant_mode = attr_enum(op, attrs, "x_quant_mode", x_quant_mode_names());
   a.transpose_weight = attr_int(op, attrs, "transpose_weight") != 0;
   return a;
 }

@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
-#include "reference/gemm.h"
-#include "reference/qgemm.h"
-#include "reference/qlinear_matmul.h"
-#include "reference/quant_matmul_dequant.h"
-#include "reference/tensor.h"
+#include "gemm.h"
+#include "qgemm.h"
+#include "qlinear_matmul.h"
+#include "quant_matmul_dequant.h"
+#include "tensor.h"
 
 namespace mmtune {
 

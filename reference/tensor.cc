@@ -1,6 +1,7 @@
 // Tensor construction, shape arithmetic and exact element access.
 #include "reference/tensor.h"
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -62,6 +63,40 @@ double float_at(const Tensor& t, int64_t i) {
 
 std::string describe(const Tensor& t) {
   return std::string(dtype_name(t.dtype)) + " " + shape_str(t.shape);
+}
+
+namespace {
+
+template <class T>
+void transpose_into(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
+  const T* s = reinterpret_cast<const T*>(src);
+  T* o = reinterpret_cast<T*>(dst);
+  // Blocks of 32 x 32 keep both sides in cache.
+  constexpr int64_t kB = 32;
+  for (int64_t i0 = 0; i0 < rows; i0 += kB) {
+    for (int64_t j0 = 0; j0 < cols; j0 += kB) {
+      const int64_t i1 = std::min(rows, i0 + kB), j1 = std::min(cols, j0 + kB);
+      for (int64_t i = i0; i < i1; ++i) {
+        for (int64_t j = j0; j < j1; ++j) o[j * rows + i] = s[i * cols + j];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Tensor transposed(const Tensor& x) {
+  MMTUNE_CHECK(x.rank() == 2, "transposed of " << describe(x));
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  Tensor r(x.dtype, {cols, rows});
+  switch (dtype_size(x.dtype)) {
+    case 1: transpose_into<uint8_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
+    case 2: transpose_into<uint16_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
+    case 4: transpose_into<uint32_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
+    case 8: transpose_into<uint64_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
+    default: MMTUNE_CHECK(false, "element size " << dtype_size(x.dtype));
+  }
+  return r;
 }
 
 }  // namespace mmtune

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "reference/dtype.h"
-#include "reference/error.h"
+#include "dtype.h"
+#include "error.h"
 
 namespace mmtune {
 
@@ -62,5 +62,8 @@ double float_at(const Tensor& t, int64_t i);  // any float type, decoded exactly
 
 // "uint8 [2,4]"
 std::string describe(const Tensor& t);
+
+// A row-major copy of the transpose of a 2-D tensor (exact: bytes move, nothing is computed).
+Tensor transposed(const Tensor& x);
 
 }  // namespace mmtune

@@ -5,7 +5,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "reference/tensor.h"
+#include "tensor.h"
 
 namespace mmtune {
 

@@ -1,12 +1,10 @@
 // Gemm through the linked kernels. The kernels compute one canonical form, Y = alpha * A B +
 // beta * C with A (M, K), B (K, N) and C present; every other call is mapped onto it exactly:
 // transposed operands are materialized (bytes move, nothing is rounded), an absent C is beta = 0
-// over a zero scalar (beta = 0 ignores C in both the kernels and the reference), and the float
-// contract is dropped for the types whose products are exact in the accumulator (float16,
-// bfloat16: both contracts round alike; integers have none).
-#include "autotune/buffer_view.h"
-#include "autotune/kernel_key.h"
+// over a zero scalar (beta = 0 ignores C in both the kernels and the reference), and the identity
+// carries the effective float contract (reference/gemm.h, effective_contract).
 #include "mmtune/mmtune.h"
+#include "runtime/host/buffer_view.h"
 #include "runtime/src/kernel_call.h"
 
 namespace mmtune::runtime {
@@ -35,12 +33,10 @@ Tensor gemm(const GemmArgs& args, DispatchInfo* info) {
     canon.c = &zero_c;
     canon.beta = 0.0f;
   }
-  if (t != DType::kFloat32 && t != DType::kFloat64) canon.contract = FloatContract::kStrict;
 
   const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, t}, {{plan.k, plan.n}, t},
                                             {canon.c->shape, t}, {{plan.m, plan.n}, t}};
-  const KernelEntry* kernel = choose_kernel("Gemm", gemm_kernel_key(canon, HalideVariant{}), plan.m,
-                                            plan.n, plan.k, buffers, out);
+  const KernelEntry* kernel = choose_kernel(gemm_identity(canon), plan.m, plan.n, plan.k, buffers, out);
   if (!kernel) return mmtune::gemm(args);
 
   Tensor a_t, b_t;

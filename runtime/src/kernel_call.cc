@@ -13,7 +13,6 @@
 #endif
 
 #include "HalideRuntime.h"
-#include "schedules/cpu/matmul_params.h"
 
 namespace mmtune {
 
@@ -86,12 +85,6 @@ void KernelCall::check(int rc) const {
   os << "mmtune runtime: kernel " << kernel_.name << " failed (Halide error " << rc
      << "): " << (message.empty() ? "no message" : message);
   throw KernelError(kernel_.name, rc, os.str());
-}
-
-std::map<std::string, std::string> identity_of(const KernelKey& key) {
-  std::map<std::string, std::string> identity = key.params;
-  for (const auto& [knob, value] : schedules::CpuMatmulParams{}.generator_params()) identity.erase(knob);
-  return identity;
 }
 
 namespace {
@@ -207,44 +200,11 @@ bool fits_halide_buffer(const Shape& shape, DType t) {
   return true;
 }
 
-namespace {
-template <class T>
-void transpose_into(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
-  const T* s = reinterpret_cast<const T*>(src);
-  T* o = reinterpret_cast<T*>(dst);
-  // Blocks of 32 x 32 keep both sides in cache.
-  constexpr int64_t kB = 32;
-  for (int64_t i0 = 0; i0 < rows; i0 += kB) {
-    for (int64_t j0 = 0; j0 < cols; j0 += kB) {
-      const int64_t i1 = std::min(rows, i0 + kB), j1 = std::min(cols, j0 + kB);
-      for (int64_t i = i0; i < i1; ++i) {
-        for (int64_t j = j0; j < j1; ++j) o[j * rows + i] = s[i * cols + j];
-      }
-    }
-  }
-}
-}  // namespace
-
-Tensor transposed(const Tensor& x) {
-  MMTUNE_CHECK(x.rank() == 2, "transposed of " << describe(x));
-  const int64_t rows = x.shape[0], cols = x.shape[1];
-  Tensor r(x.dtype, {cols, rows});
-  switch (dtype_size(x.dtype)) {
-    case 1: transpose_into<uint8_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
-    case 2: transpose_into<uint16_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
-    case 4: transpose_into<uint32_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
-    case 8: transpose_into<uint64_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
-    default: MMTUNE_CHECK(false, "element size " << dtype_size(x.dtype));
-  }
-  return r;
-}
-
-const KernelEntry* choose_kernel(const std::string& op, const KernelKey& key, int64_t m, int64_t n,
-                                 int64_t k, const std::vector<BufferShape>& buffers,
-                                 DispatchInfo& info) {
+const KernelEntry* choose_kernel(const KernelIdentity& id, int64_t m, int64_t n, int64_t k,
+                                 const std::vector<BufferShape>& buffers, DispatchInfo& info) {
   info.kernel = "reference";
   const KernelTable& table = linked_kernels();
-  const Selection s = select_kernel(table, op, identity_of(key), m, n, k);
+  const Selection s = select_kernel(table, id.op, id.params, m, n, k);
   if (!s.kernel) {
     info.reason = s.reason;
     return nullptr;

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "autotune/kernel_key.h"
+#include "runtime/host/kernel_identity.h"
 #include "mmtune/mmtune.h"
 #include "reference/tensor.h"
 #include "runtime/src/kernel_table.h"
@@ -35,10 +35,6 @@ class KernelCall {
   std::string message_;
 };
 
-// The generator params of `key` that define what the kernel computes: all but the schedule
-// template's knobs.
-std::map<std::string, std::string> identity_of(const KernelKey& key);
-
 // Why this CPU cannot run code for the Halide target `target` (a feature it lacks, or one mmtune
 // cannot confirm), or nullopt. Computed once per target string.
 std::optional<std::string> cpu_cannot_run(const std::string& target);
@@ -53,14 +49,10 @@ struct BufferShape {
 // the byte size below 2^31).
 bool fits_halide_buffer(const Shape& shape, DType t);
 
-// A row-major copy of the transpose of a 2-D tensor (exact: bytes move, nothing is computed).
-Tensor transposed(const Tensor& x);
-
-// The kernel that serves `op` with `key` for an (m, n, k) product, after the checks every operator
-// shares (the target runs on this CPU, the tensors fit 32-bit buffers); nullptr when none may run.
-// Fills `info` with the kernel's name or "reference" and the reason.
-const KernelEntry* choose_kernel(const std::string& op, const KernelKey& key, int64_t m, int64_t n,
-                                 int64_t k, const std::vector<BufferShape>& buffers,
-                                 DispatchInfo& info);
+// The kernel that computes `id` for an (m, n, k) product, after the checks every operator shares
+// (the target runs on this CPU, the tensors fit 32-bit buffers); nullptr when none may run. Fills
+// `info` with the kernel's name or "reference" and the reason.
+const KernelEntry* choose_kernel(const KernelIdentity& id, int64_t m, int64_t n, int64_t k,
+                                 const std::vector<BufferShape>& buffers, DispatchInfo& info);
 
 }  // namespace mmtune::runtime

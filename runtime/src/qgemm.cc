@@ -1,11 +1,10 @@
 // QGemm through the linked kernels, over the host side the JIT path uses too
-// (autotune/qgemm_host.h: transposes materialized, per-column parameters widened, an absent C as a
+// (runtime/host/qgemm_host.h: transposes materialized, per-column parameters widened, an absent C as a
 // zero int32 broadcast). The kernels the runtime calls take a y_scale: a float32-output call
 // without one runs with y_scale = 1, which computes the same bits (the output scale s / 1 is s,
 // exactly: validation keeps s finite).
-#include "autotune/kernel_key.h"
-#include "autotune/qgemm_host.h"
 #include "mmtune/mmtune.h"
+#include "runtime/host/qgemm_host.h"
 #include "runtime/src/kernel_call.h"
 
 namespace mmtune::runtime {
@@ -25,8 +24,7 @@ Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) {
   const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, args.a->dtype},
                                             {{plan.k, plan.n}, args.b->dtype},
                                             {{plan.m, plan.n}, plan.out_dtype}};
-  const KernelEntry* kernel =
-      choose_kernel("QGemm", qgemm_kernel_key(canon, HalideVariant{}), plan.m, plan.n, plan.k, buffers, out);
+  const KernelEntry* kernel = choose_kernel(qgemm_identity(canon), plan.m, plan.n, plan.k, buffers, out);
   if (!kernel) return mmtune::qgemm(args);
 
   KernelCall call(*kernel);

@@ -1,10 +1,9 @@
 // QLinearMatMul through the linked kernels. The kernels compute one 2-D product with per-row and
-// per-column parameters; the host side the JIT path uses too (autotune/qlinear_matmul_host.h) walks
+// per-column parameters; the host side the JIT path uses too (runtime/host/qlinear_matmul_host.h) walks
 // the N-D batch and widens the parameters exactly. The identity is the call's: operand and output
 // types, scale type, requantization mode (float8: the formats).
-#include "autotune/kernel_key.h"
-#include "autotune/qlinear_matmul_host.h"
 #include "mmtune/mmtune.h"
+#include "runtime/host/qlinear_matmul_host.h"
 #include "runtime/src/kernel_call.h"
 
 namespace mmtune::runtime {
@@ -23,8 +22,7 @@ Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
                                             {{s.m, s.n}, plan.out_dtype},
                                             {{s.m}, DType::kFloat32},
                                             {{s.n}, DType::kFloat32}};
-  const KernelEntry* kernel = choose_kernel("QLinearMatMul", qlinear_matmul_kernel_key(args, HalideVariant{}),
-                                            s.m, s.n, s.k, buffers, out);
+  const KernelEntry* kernel = choose_kernel(qlinear_matmul_identity(args), s.m, s.n, s.k, buffers, out);
   if (!kernel) return mmtune::qlinear_matmul(args);
 
   KernelCall call(*kernel);

@@ -1,10 +1,10 @@
 // QuantMatmulDequant through the linked kernels, over the host side the JIT path uses too
-// (autotune/quant_matmul_dequant_host.h: views, dummies for absent inputs, K = 0 as K = 1 over a
+// (runtime/host/quant_matmul_dequant_host.h: views, dummies for absent inputs, K = 0 as K = 1 over a
 // zero x). The kernels the runtime calls read a bias and an (N, K) weight: an absent bias is a zero
 // int32 (N) (the wrapping sum plus 0 is the sum), and a (K, N) weight (transpose_weight = false) is
 // copied transposed (bytes move, nothing is rounded).
-#include "autotune/quant_matmul_dequant_host.h"
 #include "mmtune/mmtune.h"
+#include "runtime/host/quant_matmul_dequant_host.h"
 #include "runtime/src/kernel_call.h"
 
 namespace mmtune::runtime {
@@ -26,9 +26,7 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
   const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, DType::kFloat16},
                                             {{plan.n, plan.k}, DType::kInt8},
                                             {{plan.m, plan.n}, DType::kFloat16}};
-  const KernelEntry* kernel = choose_kernel("QuantMatmulDequant",
-                                            quant_matmul_dequant_kernel_key(canon, HalideVariant{}),
-                                            plan.m, plan.n, plan.k, buffers, out);
+  const KernelEntry* kernel = choose_kernel(quant_matmul_dequant_identity(canon), plan.m, plan.n, plan.k, buffers, out);
   if (!kernel) return mmtune::quant_matmul_dequant(args);
 
   Tensor weight_t;

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <set>
 
-#include "autotune/halide_ops.h"
+#include "autotune/kernel_key.h"
 #include "reference/codecs.h"
 
 namespace mmtune::testing {
@@ -21,14 +21,16 @@ uint64_t variant_seed() {
   return seed;
 }
 
-std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, int acc_bits, int count,
-                                         uint64_t seed, bool integer_sum) {
+std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, schedules::Accumulator acc, int count,
+                                         uint64_t seed) {
   std::vector<ScheduleDraw> draws;
-  draws.push_back({"default", schedules::default_params(t, acc_bits)});
+  const schedules::Schedule defaults = schedules::default_schedule(t, acc);
+  draws.push_back({"default", defaults, defaults.tile(t, acc)});
   std::mt19937_64 rng(seed);
-  schedules::CpuMatmulSpace space;
+  const std::string name = schedules::default_template(t);
   for (int n = 0; n < count; ++n) {
-    draws.push_back({"random_" + std::to_string(n), schedules::sample(space, t, acc_bits, integer_sum, rng)});
+    const schedules::Schedule s = schedules::sample(name, t, acc, rng);
+    draws.push_back({"random_" + std::to_string(n), s, s.tile(t, acc)});
   }
   return draws;
 }

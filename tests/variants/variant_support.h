@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "reference/tensor.h"
-#include "schedules/cpu/matmul_params.h"
+#include "schedules/schedule.h"
 
 namespace mmtune::testing {
 
@@ -17,12 +17,13 @@ uint64_t variant_seed();
 
 struct ScheduleDraw {
   std::string name;  // "default" or "random_<n>"
-  schedules::CpuMatmulParams params;
+  schedules::Schedule schedule;
+  schedules::Tile tile;  // the output tile it computes at a time (shapes are drawn relative to it)
 };
-// The shipped defaults first, then `count` valid random draws from the search space.
-// `integer_sum`: the kernel's sum is exact, so draws may group K (k_group > 1).
-std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, int acc_bits, int count,
-                                         uint64_t seed, bool integer_sum = false);
+// The host template's defaults first, then `count` valid random draws from its search space for a
+// sum `acc` (an exact sum's draws may group K).
+std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, schedules::Accumulator acc, int count,
+                                         uint64_t seed);
 
 struct MatmulShape {
   std::string category;

@@ -1,0 +1,116 @@
+// ONNX Gemm-13 as a Halide generator: Y = alpha * op(A) op(B) + beta * C for the eight Gemm types.
+// The arithmetic is the reference's (reference/gemm.cc, docs/semantics.md): the K sum in the
+// accumulation type under the float contract, then the epilogue, always strict.
+#include <limits>
+
+#include "generators/matmul_core.h"
+#include "reference/gemm.h"
+#include "schedules/schedule_knobs.h"
+
+namespace mmtune::gen {
+namespace {
+
+using namespace Halide;
+
+class GemmGenerator : public Generator<GemmGenerator> {
+ public:
+  GeneratorParam<bool> trans_a{"trans_a", false};
+  GeneratorParam<bool> trans_b{"trans_b", false};
+  GeneratorParam<bool> has_c{"has_c", false};
+  GeneratorParam<FloatContract> contract{"contract", FloatContract::kStrict, float_contract_names()};
+  schedules::ScheduleKnobs schedule_knobs;
+
+  // A, B and C share the Gemm type T (set as A.type, B.type, C.type, Y.type).
+  Input<Buffer<void, 2>> A{"A"};
+  Input<Buffer<void, 2>> B{"B"};
+  Input<Buffer<void, 2>> C{"C"};  // (N, M) in Halide order; broadcast with zero strides
+  Input<float> alpha{"alpha"};
+  Input<float> beta{"beta"};
+  Output<Buffer<void, 2>> Y{"Y"};
+
+  void generate() {
+    // C is read through a broadcast view: any stride, zero included.
+    C.dim(0).set_stride(Expr());
+    const Type t = A.type();
+    const bool is_float = t.is_float() || t.is_bfloat();
+    const bool narrow = t.bits() == 16;
+    // Accumulate floats in float32 (float64 for float64), integers in the unsigned type of T's
+    // width so that overflow wraps by definition.
+    const Type acc_t = is_float ? (t.bits() == 64 ? Float(64) : Float(32)) : UInt(t.bits());
+    acc_ = {acc_t.bits(), /*exact=*/!is_float};
+    const Expr m = trans_a ? A.dim(0).extent() : A.dim(1).extent();
+    const Expr k = trans_a ? A.dim(1).extent() : A.dim(0).extent();
+    const Expr n = trans_b ? B.dim(1).extent() : B.dim(0).extent();
+
+    Func a_raw = clamped_matrix(A, k, m, trans_a, "a_raw");
+    Func b_raw = clamped_matrix(B, n, k, trans_b, "b_raw");
+    Var x("x"), y("y");
+    Func a("a"), b("b");
+    a(x, y) = cast(acc_t, a_raw(x, y));
+    b(x, y) = cast(acc_t, b_raw(x, y));
+
+    p_.layout = schedule_knobs.layout(get_target(), acc_);
+    const bool strict_sum = effective_contract(dtype_of(t), contract) == FloatContract::kStrict;
+    build_matmul(p_, a, b, k, cast(acc_t, 0), [&](Expr sum, Expr av, Expr bv) {
+      // strict: the product and the sum rounded separately. fma: left to LLVM's contraction of the
+      // non-strict a*b + sum, which the variant tests must prove equal to a sequential fma chain
+      // before a kernel may claim the contract.
+      return strict_sum ? strict_float(sum + av * bv) : sum + av * bv;
+    });
+    Func acc = p_.acc;
+
+    const Var j = p_.j, i = p_.i;
+    Expr c = has_c ? C(j, i) : Expr();
+    Expr result;
+    if (is_float) {
+      const Type ep_t = t.bits() == 64 ? Float(64) : Float(32);
+      Expr d = acc(j, i);
+      if (narrow) d = cast(ep_t, cast(t, d));  // d rounded to T once, then the float32 epilogue
+      Expr v = strict_float(d * cast(ep_t, alpha));
+      if (has_c) {
+        v = select(beta == 0.0f, v, strict_float(v + strict_float(cast(ep_t, c) * cast(ep_t, beta))));
+      }
+      result = cast(t, v);
+      if (!narrow) {
+        // Canonical NaN (positive quiet NaN), whatever sign the hardware gave it.
+        result = select(is_nan(v), cast(t, Halide::Internal::make_const(t, std::numeric_limits<double>::quiet_NaN())), result);
+      } else {
+        // Canonical NaN (0x7E00 / 0x7FC0); Halide's emulated cast keeps another pattern.
+        const Expr nan_bits = t.is_bfloat() ? 0x7FC0 : 0x7E00;
+        result = reinterpret(t, select(is_nan(v), cast(UInt(16), nan_bits), reinterpret(UInt(16), result)));
+      }
+    } else {
+      const Expr acc_t_value = acc(j, i);
+      const Expr use_c = has_c ? (beta != 0.0f) : Internal::const_false();
+      // alpha == 1 and (no C or beta in {0, 1}): exact, wrapping.
+      const Expr exact = alpha == 1.0f && (!use_c || beta == 1.0f);
+      Expr wrapped = acc_t_value;
+      if (has_c) wrapped = select(use_c, wrapped + cast(acc_t, c), wrapped);
+      // Otherwise the float64 epilogue, truncated toward zero and saturated (NaN -> 0).
+      Expr f = strict_float(cast(Float(64), reinterpret(t, acc_t_value)) * cast(Float(64), alpha));
+      if (has_c) {
+        f = select(use_c, strict_float(f + strict_float(cast(Float(64), c) * cast(Float(64), beta))), f);
+      }
+      f = trunc(f);
+      const Expr upper = Internal::make_const(Float(64), std::ldexp(1.0, t.is_int() ? t.bits() - 1 : t.bits()));
+      Expr sat = select(is_nan(f), cast(t, 0),
+                        f <= cast(Float(64), t.min()), t.min(),
+                        f >= Expr(upper), t.max(),
+                        cast(t, f));
+      result = select(exact, reinterpret(t, wrapped), sat);
+    }
+    Y(j, i) = result;
+    p_.out = Y;
+  }
+
+  void schedule() { schedule_knobs.apply(p_, get_target(), acc_); }
+
+ private:
+  schedules::MatmulPipeline p_;
+  schedules::Accumulator acc_;
+};
+
+}  // namespace
+}  // namespace mmtune::gen
+
+HALIDE_REGISTER_GENERATOR(mmtune::gen::GemmGenerator, mmtune_gemm)

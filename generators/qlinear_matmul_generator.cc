@@ -1,0 +1,85 @@
+// ONNX QLinearMatMul (int8/uint8) as a Halide generator: one 2-D product (batching and parameter
+// broadcasting are the host's), bit-exact with reference/qlinear_matmul.cc: exact int32 sum
+// (wrapping), the multiplier in the scale type, requantization mode float32 or float64.
+#include "generators/float8_codec.h"
+#include "generators/matmul_core.h"
+#include "generators/quant_core.h"
+#include "reference/qlinear_matmul.h"
+#include "schedules/schedule_knobs.h"
+
+namespace mmtune::gen {
+namespace {
+
+using namespace Halide;
+
+// How an 8-bit operand is read: an integer of its buffer type, or a float8 format (bit patterns).
+const std::map<std::string, DType> kFormats = {{"int", DType::kInt8},
+                                               {"float8e4m3fn", DType::kFloat8E4M3FN},
+                                               {"float8e4m3fnuz", DType::kFloat8E4M3FNUZ},
+                                               {"float8e5m2", DType::kFloat8E5M2},
+                                               {"float8e5m2fnuz", DType::kFloat8E5M2FNUZ}};
+
+class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
+ public:
+  GeneratorParam<Type> scale_type{"scale_type", Float(32)};
+  GeneratorParam<RequantMode> requant{"requant", RequantMode::kFloat32, requant_mode_names()};
+  // float8 (QLinearMatMul-21): a, b and y are float8 patterns in uint8 buffers; zero points are +0
+  // (validated by the host) and not read; the sum is a sequential float64 sum of exact products.
+  GeneratorParam<DType> a_format{"a_format", DType::kInt8, kFormats};
+  GeneratorParam<DType> b_format{"b_format", DType::kInt8, kFormats};
+  GeneratorParam<DType> y_format{"y_format", DType::kInt8, kFormats};
+  schedules::ScheduleKnobs schedule_knobs;
+
+  Input<Buffer<void, 2>> a{"a"};                        // (K, M): int8 or uint8
+  Input<Buffer<void, 2>> b{"b"};                        // (N, K): int8 or uint8
+  Input<Buffer<float, 1>> a_scale{"a_scale"};           // (M): per row, widened exactly to float32
+  Input<Buffer<int32_t, 1>> a_zero_point{"a_zero_point"};  // (M)
+  Input<Buffer<float, 1>> b_scale{"b_scale"};           // (N): per column
+  Input<Buffer<int32_t, 1>> b_zero_point{"b_zero_point"};  // (N)
+  Input<float> y_scale{"y_scale"};
+  Input<int32_t> y_zero_point{"y_zero_point"};
+  Output<Buffer<void, 2>> y{"y"};                       // (N, M): int8 or uint8
+
+  void generate() {
+    const Expr k = a.dim(0).extent(), m = a.dim(1).extent(), n = b.dim(0).extent();
+    const bool float8 = a_format != DType::kInt8;
+    // float8: a float64 sum (of exact products, in K order); else the exact int32 sum.
+    acc_ = float8 ? schedules::Accumulator{64, false} : schedules::Accumulator{32, true};
+    p_.layout = schedule_knobs.layout(get_target(), acc_);
+    Func a_c = clamped_matrix(a, k, m, false, "a_c"), b_c = clamped_matrix(b, n, k, false, "b_c");
+    const Var j = p_.j, i = p_.i;
+    const Type st = scale_type;
+    // M = fl(fl(a_scale * b_scale) / y_scale) in the scale type (exact in float32 before rounding).
+    const Expr p = round_to_scale_type(strict_float(a_scale(i) * b_scale(j)), st);
+    const Expr mult = round_to_scale_type(strict_float(p / y_scale), st);
+    if (float8) {
+      // Decoded exactly (at packing time), products exact in float64, summed in K order.
+      Var x("x"), yv("yv");
+      Func a64("a64"), b64("b64");
+      a64(x, yv) = cast(Float(64), decode_float8(a_format, a_c(x, yv)));
+      b64(x, yv) = cast(Float(64), decode_float8(b_format, b_c(x, yv)));
+      build_matmul(p_, a64, b64, k, cast(Float(64), 0),
+                   [](Expr sum, Expr av, Expr bv) { return strict_float(sum + av * bv); });
+      const Expr f = strict_float(cast(Float(32), p_.acc(j, i)) * mult);
+      y(j, i) = encode_float8_saturate(y_format, f);
+    } else {
+      const QuantCore q = build_quant_matmul(p_, a_c, b_c, k);
+      const Expr acc = q.accumulator(p_, a_zero_point(i), b_zero_point(j));
+      const Type out = y.type();
+      y(j, i) = requant == RequantMode::kFloat32 ? requantize_float32(acc, mult, y_zero_point, out)
+                                                 : requantize_float64(acc, mult, y_zero_point, out);
+    }
+    p_.out = y;
+  }
+
+  void schedule() { schedule_knobs.apply(p_, get_target(), acc_); }
+
+ private:
+  schedules::MatmulPipeline p_;
+  schedules::Accumulator acc_;
+};
+
+}  // namespace
+}  // namespace mmtune::gen
+
+HALIDE_REGISTER_GENERATOR(mmtune::gen::QLinearMatMulGenerator, mmtune_qlinear_matmul)

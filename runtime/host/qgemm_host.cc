@@ -1,0 +1,44 @@
+// QGemm's host side: transposes, parameter widening, one call.
+#include "runtime/host/qgemm_host.h"
+
+#include "runtime/host/buffer_view.h"
+#include "reference/error.h"
+
+namespace mmtune {
+
+std::optional<std::string> qgemm_no_kernel(const QGemmPlan& plan) {
+  if (plan.k == 0) return "K is 0 (an empty sum): the reference computes it";
+  if (plan.m == 0 || plan.n == 0) return "Y is empty";
+  return std::nullopt;
+}
+
+Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmKernelCall& call) {
+  // K = 0: no sum to compute, the result is the epilogue of C alone; the reference evaluates it.
+  if (plan.k == 0) return qgemm(args);
+  Tensor y(plan.out_dtype, {plan.m, plan.n});
+  if (y.numel() == 0) return y;
+  Tensor at, bt;
+  const Tensor& a = args.trans_a ? (at = transposed(*args.a)) : *args.a;
+  const Tensor& b = args.trans_b ? (bt = transposed(*args.b)) : *args.b;
+  const Tensor zero_c(DType::kInt32, {});
+  Tensor bs(DType::kFloat32, {plan.n}), bz(DType::kInt32, {plan.n});
+  const bool per_column = args.b_scale->numel() > 1;
+  for (int64_t j = 0; j < plan.n; ++j) {
+    bs.data<float>()[j] = args.b_scale->data<float>()[per_column ? j : 0];
+    bz.data<int32_t>()[j] = static_cast<int32_t>(int_at(*args.b_zero_point, per_column ? j : 0));
+  }
+  auto a_view = view_matrix(a, 0, plan.m, plan.k);
+  auto b_view = view_matrix(b, 0, plan.k, plan.n);
+  auto c_view = view(args.c ? *args.c : zero_c, {plan.m, plan.n});
+  auto bs_view = view(bs, bs.shape), bz_view = view(bz, bz.shape);
+  auto y_view = view_matrix(y, 0, plan.m, plan.n);
+  const float ys = args.y_scale ? args.y_scale->data<float>()[0] : 1.0f;
+  const int32_t yzp = args.y_zero_point ? static_cast<int32_t>(int_at(*args.y_zero_point, 0)) : 0;
+  const int rc = call(a_view.raw_buffer(), b_view.raw_buffer(), c_view.raw_buffer(), args.a_scale->data<float>()[0],
+                      static_cast<int32_t>(int_at(*args.a_zero_point, 0)), bs_view.raw_buffer(),
+                      bz_view.raw_buffer(), ys, yzp, args.alpha, y_view.raw_buffer());
+  MMTUNE_CHECK(rc == 0, "QGemm kernel returned Halide error " << rc);
+  return y;
+}
+
+}  // namespace mmtune

@@ -1,0 +1,147 @@
+// The cpu_matmul schedule template (see matmul_params.h for the knobs and their meaning).
+#include "schedules/cpu/matmul_schedule.h"
+
+namespace mmtune::schedules {
+
+using namespace Halide;
+
+void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
+  const int lanes = p.layout.lanes;
+  const int rows = params.tile_rows;
+  const int width = params.tile_vectors * lanes;
+  Func out = p.out;
+  Var jb("jb"), jo("jo"), io("io"), ji("ji"), ii("ii");
+  // Outputs start at (0, 0), so tile bases are multiples of the tile width and the packed panel
+  // index j % width, j / width simplifies to the loop variables (otherwise: gathers).
+  out.output_buffer().dim(0).set_min(0).dim(1).set_min(0);
+  // With n_block, strips of n_block columns are the tasks (B packed per strip); without, B is packed
+  // once and rows of tiles are the tasks. Tiles of rows x width; with m_block, blocks of m_block
+  // rows inside a strip, all column tiles of a block before the next block (a packed B panel is
+  // reused across the block's rows while it is in cache).
+  const bool strips = params.n_block > 0;
+  const bool blocks = params.m_block > 0;
+  Var ib("ib");
+  auto apply = [&](Stage s, TailStrategy tail) {
+    if (strips) s.split(p.j, jb, p.j, params.n_block, tail);
+    if (blocks) s.split(p.i, ib, p.i, params.m_block, tail);
+    s.tile(p.j, p.i, jo, io, ji, ii, width, rows, tail).vectorize(ji, lanes, tail);
+    std::vector<VarOrRVar> order{ji, ii};
+    if (blocks) {
+      order.insert(order.end(), {io, jo, ib});
+    } else {
+      order.insert(order.end(), {jo, io});
+    }
+    if (strips) order.push_back(jb);
+    s.reorder(order);
+    if (params.parallel) s.parallel(strips ? jb : (blocks ? ib : io));
+  };
+  if (params.specialize_tails) {
+    // Shapes made of whole tiles (and whole strips / blocks) get a branch without tail guards.
+    Expr whole = out.output_buffer().dim(0).extent() % (strips ? params.n_block : width) == 0 &&
+                 out.output_buffer().dim(1).extent() % (blocks ? params.m_block : rows) == 0;
+    apply(out.specialize(whole), TailStrategy::RoundUp);
+  }
+  apply(out, TailStrategy::GuardWithIf);
+
+  Func acc = p.acc;
+  RVar ko("ko"), ki("ki");
+  Stage update = acc.update();
+  if (params.k_block > 0) {
+    // K cache blocking: the accumulator of a whole (m_block x n_block) block lives in memory and
+    // each K block of k_block is applied to all its tiles before the next one. Every output still
+    // sums k = 0, 1, ..., K-1 in order (ko ascending, then ki ascending).
+    Var ajo("ajo"), aio("aio"), aji("aji"), aii("aii");
+    RVar kio("kio"), kii("kii");
+    acc.compute_at(out, ib)
+        .bound_extent(p.j, params.n_block)
+        .bound_extent(p.i, params.m_block)
+        .vectorize(p.j, lanes);
+    update.split(p.r, ko, ki, params.k_block, TailStrategy::GuardWithIf)
+        .tile(p.j, p.i, ajo, aio, aji, aii, width, rows)
+        .reorder(aji, aii, ki, ajo, aio, ko)
+        .vectorize(aji, lanes)
+        .unroll(aji)
+        .unroll(aii);
+    if (params.k_unroll > 1) update.split(ki, kio, kii, params.k_unroll, TailStrategy::GuardWithIf).unroll(kii);
+  } else {
+    // The accumulator tile lives in registers: whole tiles are computed (the inputs are clamped),
+    // only the stores are guarded at the ragged edges. At the innermost tile loop: jo (rows of
+    // tiles outer) or io (with row blocks, columns outer).
+    acc.compute_at(out, blocks ? io : jo)
+        .bound_extent(p.j, width)
+        .bound_extent(p.i, rows)
+        .vectorize(p.j, lanes)
+        .unroll(p.j)
+        .unroll(p.i);
+    if (p.layout.k_group > 1) {
+      // Integer sums only: each group of k_group products is reduced across lanes in one
+      // dot-product instruction (atomic vectorization of the group).
+      RVar kk = p.r.x, kg = p.r.y;
+      update.reorder(kk, p.j, p.i, kg).atomic().vectorize(kk).vectorize(p.j, lanes).unroll(p.j).unroll(p.i);
+      if (params.k_unroll > 1) update.split(kg, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
+      Func packed_a = p.packed_a;
+      Var kka = packed_a.args()[0], kga = packed_a.args()[1], ia = packed_a.args()[2];
+      // Per row tile, or once per row block when blocking (the block's rows are then reused
+      // across every column tile).
+      packed_a.compute_at(out, blocks ? ib : io).bound_extent(kka, p.layout.k_group).reorder(kka, kga, ia).vectorize(kka);
+      if (!blocks) packed_a.unroll(ia);
+    } else {
+      // K stays innermost-outer and ascending: only split (never reordered across tiles or
+      // rfactored), so each output's sum keeps its K order.
+      update.reorder(p.j, p.i, p.r).vectorize(p.j, lanes).unroll(p.j).unroll(p.i);
+      if (params.k_unroll > 1) {
+        update.split(p.r, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
+      }
+    }
+  }
+
+  if (p.packed_b.defined()) {
+    Func packed = p.packed_b;  // a handle: scheduling it schedules the pipeline's Func
+    const bool grouped = p.layout.k_group > 1;
+    Var jj = packed.args()[grouped ? 1 : 0], jp = packed.args()[grouped ? 3 : 2];
+    if (strips) {
+      packed.compute_at(out, jb);
+    } else {
+      packed.compute_root();
+      if (params.parallel) packed.parallel(jp);
+    }
+    packed.bound_extent(jj, width);
+    if (grouped) {
+      Var kk = packed.args()[0];
+      packed.bound_extent(kk, p.layout.k_group).vectorize(kk).vectorize(jj, lanes);
+    } else {
+      packed.vectorize(jj, lanes).unroll(jj);
+    }
+  }
+  for (Func f : p.per_column) {
+    if (strips) {
+      f.compute_at(out, jb);
+    } else {
+      f.compute_root();
+    }
+    const Var x = f.args()[0];
+    f.vectorize(x, lanes, TailStrategy::GuardWithIf);
+    // A column reduction (e.g. column sums of B): columns innermost and vectorized, the reduction
+    // outside, so rows of B are read contiguously. (Integer sums only: order is free.)
+    for (int u = 0; u < f.num_update_definitions(); ++u) {
+      std::vector<VarOrRVar> order{x};
+      for (const auto& rv : f.function().update(u).schedule().rvars()) order.emplace_back(RVar(rv.var));
+      f.update(u).reorder(order).vectorize(x, lanes, TailStrategy::GuardWithIf);
+    }
+  }
+  for (Func f : p.per_call) f.compute_root();
+  // Per-row producers (e.g. a row's quantization): once per call, rows in parallel, vectorized
+  // along their first dimension when they have one besides the row.
+  for (Func f : p.per_row) {
+    f.compute_root();
+    const std::vector<Var> args = f.args();
+    const Var row = args.back();
+    if (args.size() > 1) f.vectorize(args[0], lanes, TailStrategy::GuardWithIf);
+    if (params.parallel) {
+      if (args.size() > 1) f.parallel(row);
+      for (int u = 0; u < f.num_update_definitions(); ++u) f.update(u).parallel(row);
+    }
+  }
+}
+
+}  // namespace mmtune::schedules

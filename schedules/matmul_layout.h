@@ -1,0 +1,24 @@
+// The two facts every schedule template and every generator agree on: what kind of sum is being
+// scheduled (Accumulator), and the data layout a schedule asks the algorithm to build (MatmulLayout).
+// generate() reads only MatmulLayout from a schedule, never a template's knobs: a new template
+// changes no generator.
+#pragma once
+
+namespace mmtune::schedules {
+
+// The K sum a kernel computes.
+struct Accumulator {
+  int bits = 32;       // width of one accumulator lane (float16/bfloat16 Gemm sums in float32: 32)
+  bool exact = false;  // an exact integer sum (mod 2^bits), whose order is free; float sums keep K
+                       // order, so no template may regroup them
+};
+
+// The algorithm's data layout a schedule needs (template-independent).
+struct MatmulLayout {
+  int lanes = 1;        // vector lanes of the accumulator type
+  int panel = 1;        // columns of one packed B panel (the register tile's width)
+  bool pack_b = false;  // B copied into panels of `panel` columns that the inner loop reads in order
+  int k_group = 1;      // K consumed in groups of k_group (exact sums only; 1 = sequential)
+};
+
+}  // namespace mmtune::schedules

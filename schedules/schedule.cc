@@ -1,0 +1,195 @@
+// The template seam: dispatch over Schedule::Params.
+#include "schedules/schedule.h"
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace mmtune::schedules {
+namespace {
+
+// Calls f with a value-initialized P of every template, in declaration order.
+template <class F, std::size_t... I>
+void for_each_template_impl(F&& f, std::index_sequence<I...>) {
+  (f(std::variant_alternative_t<I, Schedule::Params>{}), ...);
+}
+template <class F>
+void for_each_template(F&& f) {
+  for_each_template_impl(f, std::make_index_sequence<std::variant_size_v<Schedule::Params>>{});
+}
+
+// The template named `name` as a defaulted Params, or InvalidArgument listing the known names.
+Schedule::Params template_by_name(const std::string& name) {
+  std::optional<Schedule::Params> found;
+  for_each_template([&](auto p) {
+    if (name == decltype(p)::kTemplate) found = decltype(p)::knobs().defaults();
+  });
+  if (!found) {
+    std::string known;
+    for (const std::string& n : template_names()) known += (known.empty() ? "" : ", ") + n;
+    invalid("schedule", "template '", name, "' is not a schedule template (templates: ", known, ")");
+  }
+  return *found;
+}
+
+}  // namespace
+
+Schedule::Schedule() : params_(CpuMatmulParams::knobs().defaults()) {}
+
+const char* Schedule::template_name() const {
+  return std::visit([](const auto& p) { return std::decay_t<decltype(p)>::kTemplate; }, params_);
+}
+
+std::optional<std::string> Schedule::validate(const TargetInfo& t, Accumulator acc) const {
+  return std::visit(
+      [&](const auto& p) -> std::optional<std::string> {
+        using P = std::decay_t<decltype(p)>;
+        if (!P::fits(t)) {
+          return std::string("template ") + P::kTemplate + " does not schedule " + t.family + " targets (" +
+                 t.target + "); it schedules " + P::kFamilies;
+        }
+        return p.validate(t, acc);
+      },
+      params_);
+}
+
+MatmulLayout Schedule::layout(const TargetInfo& t, Accumulator acc) const {
+  return std::visit([&](const auto& p) { return p.layout(t, acc); }, params_);
+}
+
+Tile Schedule::tile(const TargetInfo& t, Accumulator acc) const {
+  return std::visit(
+      [&](const auto& p) {
+        const MatmulLayout l = p.layout(t, acc);
+        return Tile{p.tile_rows, l.panel};
+      },
+      params_);
+}
+
+std::string Schedule::tag(const TargetInfo& t, Accumulator acc) const {
+  return std::visit(
+      [&](const auto& p) { return std::decay_t<decltype(p)>::knobs().tag(p, p.layout(t, acc).lanes); }, params_);
+}
+
+std::map<std::string, std::string> Schedule::generator_params() const {
+  return std::visit(
+      [&](const auto& p) {
+        using P = std::decay_t<decltype(p)>;
+        std::map<std::string, std::string> gp = P::knobs().generator_params(p);
+        gp["template"] = P::kTemplate;
+        return gp;
+      },
+      params_);
+}
+
+Schedule Schedule::from_generator_params(const std::map<std::string, std::string>& gp,
+                                         const std::string& default_template) {
+  auto it = gp.find("template");
+  const std::string name = it == gp.end() || it->second.empty() ? default_template : it->second;
+  Schedule s(template_by_name(name));
+  std::visit(
+      [&](auto& p) {
+        using P = std::decay_t<decltype(p)>;
+        std::map<std::string, std::string> own;
+        for (const auto& [key, value] : gp) {
+          if (key == "template") continue;
+          if (P::knobs().find(key)) {
+            own[key] = value;
+          } else if (!value.empty()) {
+            invalid("schedule", "knob ", key, "=", value, " is not a knob of template ", P::kTemplate,
+                    " (knobs: ", P::knobs().names(), ")");
+          }
+        }
+        p = P::knobs().from_generator_params(own);
+      },
+      s.params_);
+  return s;
+}
+
+bool Schedule::operator==(const Schedule& o) const {
+  if (params_.index() != o.params_.index()) return false;
+  return std::visit(
+      [&](const auto& p) {
+        using P = std::decay_t<decltype(p)>;
+        return P::knobs().equal(p, std::get<P>(o.params_));
+      },
+      params_);
+}
+
+void to_json(nlohmann::json& j, const Schedule& s) {
+  j = std::visit([](const auto& p) { return std::decay_t<decltype(p)>::knobs().to_json(p); }, s.params());
+}
+
+void from_json(const nlohmann::json& j, Schedule& s) {
+  if (!j.is_object()) invalid("schedule", "a schedule must be a JSON object, got ", j.dump());
+  std::string name = CpuMatmulParams::kTemplate;
+  if (j.contains("template")) {
+    if (!j["template"].is_string()) invalid("schedule", "\"template\" must be a string, got ", j["template"].dump());
+    name = j["template"].get<std::string>();
+  }
+  Schedule::Params p = template_by_name(name);
+  std::visit([&](auto& params) { params = std::decay_t<decltype(params)>::knobs().from_json(j); }, p);
+  s = Schedule(std::move(p));
+}
+
+std::vector<std::string> template_names() {
+  std::vector<std::string> names;
+  for_each_template([&](auto p) { names.emplace_back(decltype(p)::kTemplate); });
+  return names;
+}
+
+const std::vector<std::string>& all_knob_names() {
+  static const std::vector<std::string> names = [] {
+    std::set<std::string> all;
+    for_each_template([&](auto p) {
+      for (const auto& k : decltype(p)::knobs().knobs()) all.insert(k.name);
+    });
+    return std::vector<std::string>(all.begin(), all.end());
+  }();
+  return names;
+}
+
+std::string default_template(const TargetInfo& t) {
+  std::optional<std::string> name;
+  for_each_template([&](auto p) {
+    if (!name && decltype(p)::fits(t)) name = decltype(p)::kTemplate;
+  });
+  if (!name) invalid("schedule", "no schedule template schedules ", t.family, " targets yet (", t.target, ")");
+  return *name;
+}
+
+Schedule default_schedule(const TargetInfo& t, Accumulator acc) {
+  Schedule::Params p = template_by_name(default_template(t));
+  std::visit([&](auto& params) { params = std::decay_t<decltype(params)>::defaults(t, acc); }, p);
+  return Schedule(std::move(p));
+}
+
+Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulator acc, std::mt19937_64& rng) {
+  Schedule::Params p = template_by_name(template_name);
+  std::visit(
+      [&](auto& params) {
+        using P = std::decay_t<decltype(params)>;
+        if (!P::fits(t)) {
+          invalid("schedule", "template ", P::kTemplate, " does not schedule ", t.family, " targets (", t.target,
+                  "); it schedules ", P::kFamilies);
+        }
+        for (int attempt = 0; attempt < 10000; ++attempt) {
+          P draw = P::knobs().draw(rng, acc.exact);
+          draw.fit_draw(t, acc);
+          if (!draw.validate(t, acc)) {
+            params = draw;
+            return;
+          }
+        }
+        MMTUNE_CHECK(false, "no valid " << P::kTemplate << " parameters in the space for " << t.target);
+      },
+      p);
+  return Schedule(std::move(p));
+}
+
+std::string knob_table_markdown(const std::string& template_name) {
+  return std::visit([](const auto& p) { return std::decay_t<decltype(p)>::knobs().markdown(); },
+                    template_by_name(template_name));
+}
+
+}  // namespace mmtune::schedules

@@ -1,0 +1,91 @@
+// A kernel's schedule: the parameters of one schedule template, the template chosen by name
+// ("template" in JSON and in the generator parameters). This is the per-target seam: generators and
+// the tuner handle a Schedule without naming a template; each template (cpu_matmul now; ARM, HVX and
+// CUDA templates beside it) is one alternative of Schedule::Params with its own knob table and rules.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "schedules/cpu/matmul_params.h"
+#include "schedules/matmul_layout.h"
+#include "schedules/target_info.h"
+
+namespace mmtune::schedules {
+
+// The output tile a schedule computes at a time (tests derive edge-case shapes from it).
+struct Tile {
+  int rows = 1;
+  int cols = 1;
+};
+
+class Schedule {
+ public:
+  // Every template, one alternative each. A new template: its params type here, its schedule
+  // function in schedule_knobs.cc, nothing else.
+  using Params = std::variant<CpuMatmulParams>;
+
+  Schedule();  // cpu_matmul with its table's defaults
+  Schedule(Params p) : params_(std::move(p)) {}  // NOLINT(google-explicit-constructor): a Schedule is its params
+
+  const char* template_name() const;
+  const Params& params() const { return params_; }
+  template <class P>
+  const P* get_if() const {
+    return std::get_if<P>(&params_);
+  }
+
+  // Why this schedule cannot compute a sum `acc` on `t`, or nullopt: the template does not schedule
+  // t's family, or its knobs do not fit (ranges, combinations, registers).
+  std::optional<std::string> validate(const TargetInfo& t, Accumulator acc) const;
+  // The data layout the algorithm must build (call only when validate() passed).
+  MatmulLayout layout(const TargetInfo& t, Accumulator acc) const;
+  Tile tile(const TargetInfo& t, Accumulator acc) const;
+  // The schedule part of kernel names (docs/naming.md).
+  std::string tag(const TargetInfo& t, Accumulator acc) const;
+
+  // Generator-parameter face: "template" and every knob of the template.
+  std::map<std::string, std::string> generator_params() const;
+  // From generator parameters: "template" selects (empty or absent: `family_default`'s template);
+  // the knobs of that template are read (empty or absent: defaults); a knob of another template
+  // with a value is refused.
+  static Schedule from_generator_params(const std::map<std::string, std::string>& gp,
+                                        const std::string& default_template = CpuMatmulParams::kTemplate);
+
+  bool operator==(const Schedule& o) const;
+  bool operator!=(const Schedule& o) const { return !(*this == o); }
+
+ private:
+  Params params_;
+};
+
+// JSON face: {"template": name, knob: value, ...}; a missing "template" means cpu_matmul (the
+// databases written before templates had names). Unknown templates and knobs are refused.
+void to_json(nlohmann::json& j, const Schedule& s);
+void from_json(const nlohmann::json& j, Schedule& s);
+
+// Every template's name, and the union of their knob names (the generator parameters a generator
+// holds, see schedule_knobs.h).
+std::vector<std::string> template_names();
+const std::vector<std::string>& all_knob_names();
+
+// The template a target's family uses when none is named, or InvalidArgument naming the family
+// when no template schedules it yet.
+std::string default_template(const TargetInfo& t);
+// That template's defaults for `t` and `acc`.
+Schedule default_schedule(const TargetInfo& t, Accumulator acc);
+
+// The search space: a uniform draw of valid parameters of `template_name` for `t` and `acc`
+// (rejection sampling against validate()). InvalidArgument when the template does not fit `t`.
+Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulator acc, std::mt19937_64& rng);
+
+// A Markdown table of `template_name`'s knobs (docs/naming.md, the tuner's help).
+std::string knob_table_markdown(const std::string& template_name);
+
+}  // namespace mmtune::schedules

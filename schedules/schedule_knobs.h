@@ -1,0 +1,41 @@
+// The schedule as a generator holds it: Halide GeneratorParams for "template" and for every knob of
+// every template (string-valued; empty = the template's default), read back as a Schedule. A
+// generator declares one ScheduleKnobs member, asks it for the layout in generate() and applies it
+// in schedule(); it never names a template.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+
+#include "Halide.h"
+#include "schedules/matmul_layout.h"
+#include "schedules/matmul_pipeline.h"
+#include "schedules/schedule.h"
+
+namespace mmtune::schedules {
+
+// TargetInfo of a Halide target.
+TargetInfo target_info(const Halide::Target& t);
+
+class ScheduleKnobs {
+ public:
+  ScheduleKnobs();
+
+  // The schedule the generator parameters name (the target family's default template when
+  // "template" is empty). A schedule that does not fit the target or the sum is a Halide user error
+  // naming the reason, raised before anything is compiled.
+  Schedule schedule(const Halide::Target& t, Accumulator acc) const;
+  MatmulLayout layout(const Halide::Target& t, Accumulator acc) const { return schedule(t, acc).layout(target_info(t), acc); }
+
+  // Schedules `p` (built for layout(t, acc)) with the template's schedule function.
+  void apply(MatmulPipeline& p, const Halide::Target& t, Accumulator acc) const;
+
+ private:
+  static constexpr std::size_t kMaxKnobs = 48;
+  Halide::GeneratorParam<std::string> template_{"template", ""};
+  // Halide finds GeneratorParams inside the generator object: these are constructed in place.
+  std::array<std::optional<Halide::GeneratorParam<std::string>>, kMaxKnobs> knobs_;
+};
+
+}  // namespace mmtune::schedules

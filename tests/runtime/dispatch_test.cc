@@ -1,0 +1,360 @@
+// The runtime's dispatch: kernel selection by identity and bucket, the paths that fall back to the
+// reference (and say so), validation identical to the reference's, Halide runtime errors mapped to
+// KernelError, threads, CPU checks, and the kernel names of the linked table and the shipped
+// databases against docs/naming.md.
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "autotune/kernel_key.h"
+#include "autotune/kernel_naming.h"
+#include "mmtune/mmtune.h"
+#include "reference/codecs.h"
+#include "reference/registry.h"
+#include "runtime/host/buffer_view.h"
+#include "runtime/host/kernel_identity.h"
+#include "runtime/src/kernel_call.h"
+#include "runtime/src/kernel_table.h"
+#include "schedules/schedule.h"
+#include "schedules/target_info.h"
+#include "tests/support/test_support.h"
+#include "tests/variants/variant_support.h"
+
+namespace mmtune {
+namespace {
+
+namespace fs = std::filesystem;
+using runtime::Bucket;
+using runtime::KernelEntry;
+using runtime::KernelTable;
+
+// ---- Selection over a table made here (no kernel is called) ----
+
+const char* kF32 = "A.type=float32 B.type=float32 C.type=float32 Y.type=float32 contract=strict has_c=true trans_a=false trans_b=false";
+
+KernelTable synthetic_table() {
+  static const KernelEntry entries[] = {
+      {"small_m", "Gemm", "mmtune_gemm", kF32, "", {1, 3, 0, -1, 0, -1}, nullptr},
+      {"mid_m", "Gemm", "mmtune_gemm", kF32, "", {4, 64, 0, -1, 0, -1}, nullptr},
+      {"wide_n", "Gemm", "mmtune_gemm", kF32, "", {65, -1, 1024, -1, 0, -1}, nullptr},
+      {"other_op", "QGemm", "mmtune_qgemm", kF32, "", {0, -1, 0, -1, 0, -1}, nullptr},
+  };
+  return {"x86-64-linux-avx2-fma-f16c", "synthetic", entries, 4};
+}
+
+std::map<std::string, std::string> f32_identity() { return runtime::parse_params(kF32); }
+
+TEST(Select, BucketContainingTheShapeWins) {
+  const KernelTable t = synthetic_table();
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 1, 100, 100).kernel->name, "small_m");
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 3, 100, 100).kernel->name, "small_m");
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 4, 100, 100).kernel->name, "mid_m");
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 500, 2048, 100).kernel->name, "wide_n");
+  const auto s = runtime::select_kernel(t, "Gemm", f32_identity(), 64, 1, 1);
+  EXPECT_EQ(s.reason, "bucket m 4..64 contains M=64 N=1 K=1");
+}
+
+TEST(Select, OutsideEveryBucketTheNearestRuns) {
+  const KernelTable t = synthetic_table();
+  // M = 500, N = 100: no bucket; mid_m is 500/64 away in M, wide_n 1024/100 away in N.
+  const auto s = runtime::select_kernel(t, "Gemm", f32_identity(), 500, 100, 100);
+  ASSERT_NE(s.kernel, nullptr);
+  EXPECT_STREQ(s.kernel->name, "mid_m");
+  EXPECT_EQ(s.reason, "no bucket contains M=500 N=100 K=100; nearest bucket m 4..64");
+}
+
+TEST(Select, AnotherIdentityOrOperatorHasNoKernel) {
+  const KernelTable t = synthetic_table();
+  auto id = f32_identity();
+  id["contract"] = "fma";
+  const auto s = runtime::select_kernel(t, "Gemm", id, 8, 8, 8);
+  EXPECT_EQ(s.kernel, nullptr);
+  EXPECT_EQ(s.reason,
+            "no Gemm kernel in this build (x86-64-linux-avx2-fma-f16c) computes A.type=float32 "
+            "B.type=float32 C.type=float32 Y.type=float32 contract=fma has_c=true trans_a=false trans_b=false");
+  EXPECT_EQ(runtime::select_kernel(t, "QLinearMatMul", f32_identity(), 8, 8, 8).kernel, nullptr);
+  EXPECT_STREQ(runtime::select_kernel(t, "QGemm", f32_identity(), 8, 8, 8).kernel->name, "other_op");
+}
+
+TEST(Select, BucketText) {
+  EXPECT_EQ(Bucket{}.to_string(), "any");
+  EXPECT_EQ((Bucket{4, -1, 0, -1, 0, -1}).to_string(), "m 4..");
+  EXPECT_EQ((Bucket{0, 8, 16, 32, 1, -1}).to_string(), "m ..8 n 16..32 k 1..");
+}
+
+// A tensor the kernels' 32-bit buffers cannot address takes the reference path (checked on shapes:
+// nothing this large is allocated).
+TEST(Select, TensorsBeyond32BitBuffersTakeTheReference) {
+  EXPECT_TRUE(runtime::fits_halide_buffer({46340, 46340}, DType::kUInt8));
+  EXPECT_FALSE(runtime::fits_halide_buffer({1 << 16, 1 << 14}, DType::kFloat64));
+  EXPECT_FALSE(runtime::fits_halide_buffer({int64_t{1} << 31, 1}, DType::kUInt8));
+  if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
+  const Tensor dummy(DType::kFloat64, {});
+  GemmArgs args;
+  args.a = args.b = args.c = &dummy;
+  const int64_t m = 1 << 16, n = 1 << 14, k = 1;
+  DispatchInfo info;
+  const KernelEntry* e = runtime::choose_kernel(
+      gemm_identity(args), m, n, k,
+      {{{m, k}, DType::kFloat64}, {{k, n}, DType::kFloat64}, {{}, DType::kFloat64}, {{m, n}, DType::kFloat64}}, info);
+  EXPECT_EQ(e, nullptr);
+  EXPECT_EQ(info.kernel, "reference");
+  EXPECT_NE(info.reason.find("exceeds the kernels' 32-bit buffers"), std::string::npos) << info.reason;
+}
+
+// ---- Through the API: what takes the reference path, and says so ----
+
+Tensor f32(Shape s, float v) {
+  Tensor t(DType::kFloat32, s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = v + static_cast<float>(i % 7);
+  return t;
+}
+
+TEST(Fallback, EmptySumAndEmptyOutputTakeTheReference) {
+  const Tensor a = f32({3, 0}, 1), b = f32({0, 4}, 1), c = f32({4}, 0.5f);
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  args.c = &c;
+  args.beta = 2.0f;
+  DispatchInfo info;
+  const Tensor y = runtime::gemm(args, &info);
+  EXPECT_EQ(info.kernel, "reference");
+  EXPECT_NE(info.reason.find("K is 0"), std::string::npos) << info.reason;
+  EXPECT_TRUE(testing::bit_equal(gemm(args), y));
+
+  const Tensor a0 = f32({0, 5}, 1), b5 = f32({5, 4}, 1);
+  args.a = &a0;
+  args.b = &b5;
+  const Tensor y0 = runtime::gemm(args, &info);
+  EXPECT_EQ(info.kernel, "reference");
+  EXPECT_EQ(info.reason, "Y is empty");
+  EXPECT_EQ(y0.shape, (Shape{0, 4}));
+}
+
+// A call whose identity has no kernel in this build (QLinearMatMul with float16 scales: the shipped
+// kernels take float32 ones) runs the reference, bit for bit what run_reference gives, and says so.
+TEST(Fallback, IdentityWithoutKernelsTakesTheReference) {
+  auto f16 = [](float v) { return Tensor::from<uint16_t>(DType::kFloat16, {}, {float_to_float16(v)}); };
+  NamedTensors in;
+  in["a"] = Tensor::from<uint8_t>(DType::kUInt8, {2, 3}, {1, 2, 3, 4, 5, 6});
+  in["a_scale"] = f16(0.5f);
+  in["a_zero_point"] = Tensor::from<uint8_t>(DType::kUInt8, {}, {1});
+  in["b"] = Tensor::from<int8_t>(DType::kInt8, {3, 2}, {-1, 2, 3, -4, 5, 6});
+  in["b_scale"] = f16(0.25f);
+  in["b_zero_point"] = Tensor::from<int8_t>(DType::kInt8, {}, {0});
+  in["y_scale"] = f16(0.125f);
+  in["y_zero_point"] = Tensor::from<uint8_t>(DType::kUInt8, {}, {128});
+  DispatchInfo info;
+  const Tensor y = runtime::run("QLinearMatMul", in, {}, &info);
+  EXPECT_EQ(info.kernel, "reference");
+  EXPECT_EQ(info.reason.rfind("no QLinearMatMul kernel in this build (" + runtime::kernel_target() + ") computes", 0), 0u)
+      << info.reason;
+  EXPECT_NE(info.reason.find("scale_type=float16"), std::string::npos) << info.reason;
+  EXPECT_TRUE(testing::bit_equal(run_reference("QLinearMatMul", in, {}), y));
+}
+
+// ---- Validation: the reference's messages, before anything runs ----
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "(no InvalidArgument)";
+}
+
+TEST(Validation, MessagesAreTheReferences) {
+  const Tensor a = f32({3, 5}, 1), b = f32({4, 6}, 1), b_ok = f32({5, 6}, 1), c_bad = f32({2, 6}, 1);
+  const Tensor i8 = Tensor::from<int8_t>(DType::kInt8, {1, 1}, {1});
+  const Tensor f64 = Tensor(DType::kFloat64, {5, 6});
+  const Tensor rank3 = f32({1, 3, 5}, 1);
+  struct Case {
+    const char* name;
+    GemmArgs args;
+  };
+  std::vector<Case> cases;
+  auto add = [&](const char* name, const Tensor* x, const Tensor* y, const Tensor* z) {
+    GemmArgs g;
+    g.a = x;
+    g.b = y;
+    g.c = z;
+    cases.push_back({name, g});
+  };
+  add("inner dims differ", &a, &b, nullptr);
+  add("C does not broadcast", &a, &b_ok, &c_bad);
+  add("int8 is not a Gemm type", &i8, &i8, nullptr);
+  add("B dtype differs", &a, &f64, nullptr);
+  add("A rank 3", &rank3, &b_ok, nullptr);
+  add("A missing", nullptr, &b_ok, nullptr);
+  for (const Case& c : cases) {
+    const std::string expected = error_of([&] { gemm(c.args); });
+    ASSERT_NE(expected, "(no InvalidArgument)") << c.name;
+    EXPECT_EQ(error_of([&] { runtime::gemm(c.args); }), expected) << c.name;
+  }
+  // The named entry point: unknown attribute, as run_reference says it.
+  NamedTensors in{{"A", a}, {"B", b_ok}};
+  EXPECT_EQ(error_of([&] { runtime::run("Gemm", in, {{"transC", "1"}}); }),
+            error_of([&] { run_reference("Gemm", in, {{"transC", "1"}}); }));
+  EXPECT_EQ(error_of([&] { set_num_threads(-1); }),
+            "mmtune::set_num_threads: n=-1 is negative; expected 0 (default) or a thread count");
+}
+
+// ---- Halide runtime errors ----
+
+const KernelEntry* linked_f32_kernel() {
+  const KernelTable& t = runtime::linked_kernels();
+  for (std::size_t i = 0; i < t.size; ++i) {
+    if (std::string(t.entries[i].op) == "Gemm" &&
+        runtime::parse_params(t.entries[i].identity).at("A.type") == "float32") {
+      return &t.entries[i];
+    }
+  }
+  return nullptr;
+}
+
+// The API builds every buffer to the kernels' constraints, so the error is provoked one level
+// below: a linked kernel called with a C smaller than Y (C is read unclamped). The message names
+// the kernel and carries Halide's.
+TEST(HalideErrors, MappedToKernelErrorNamingTheKernel) {
+  const KernelEntry* k = linked_f32_kernel();
+  if (!k) GTEST_SKIP() << "this build has no float32 Gemm kernel";
+  if (runtime::cpu_cannot_run(runtime::kernel_target())) GTEST_SKIP() << "this CPU cannot run the kernels";
+  const Tensor a = f32({4, 4}, 1), b = f32({4, 4}, 1), c = f32({1, 1}, 1);
+  Tensor y(DType::kFloat32, {4, 4});
+  auto av = view(a, a.shape), bv = view(b, b.shape), cv = view(c, c.shape), yv = view(y, y.shape);
+  const auto fn = reinterpret_cast<runtime::GemmKernelFn>(k->fn);
+  try {
+    runtime::KernelCall call(*k);
+    call.check(fn(call.user_context(), av.raw_buffer(), bv.raw_buffer(), cv.raw_buffer(), 1.0f, 1.0f,
+                  yv.raw_buffer()));
+    FAIL() << "no error from a C smaller than Y";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.kernel(), k->name);
+    EXPECT_EQ(e.code(), halide_error_code_access_out_of_bounds);
+    const std::string what = e.what();
+    EXPECT_NE(what.find(std::string("kernel ") + k->name + " failed"), std::string::npos) << what;
+    EXPECT_NE(what.find("Input buffer C"), std::string::npos) << what;
+  }
+  // (A call outside any KernelCall, as other Halide code in the process makes, goes to the handler
+  // that was installed before ours: Halide's default prints and aborts, so it is not tried here.)
+  // The next good call through the API is unaffected.
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  EXPECT_TRUE(testing::bit_equal(gemm(args), runtime::gemm(args)));
+}
+
+// ---- Threads ----
+
+TEST(Threads, ResultsDoNotDependOnThePoolOrConcurrentCallers) {
+  std::mt19937_64 rng(testing::variant_seed());
+  const Tensor a = testing::random_tensor(DType::kFloat32, {150, 70}, rng, -2, 2);
+  const Tensor b = testing::random_tensor(DType::kFloat32, {70, 300}, rng, -2, 2);
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  const Tensor expected = gemm(args);
+  const int previous = set_num_threads(1);
+  EXPECT_TRUE(testing::bit_equal(expected, runtime::gemm(args), "1 thread"));
+  EXPECT_EQ(set_num_threads(3), 1);
+  EXPECT_TRUE(testing::bit_equal(expected, runtime::gemm(args), "3 threads"));
+  set_num_threads(previous);
+  std::vector<Tensor> results(4);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 4; ++i) callers.emplace_back([&, i] { results[i] = runtime::gemm(args); });
+  for (auto& t : callers) t.join();
+  for (const Tensor& r : results) EXPECT_TRUE(testing::bit_equal(expected, r, "concurrent callers"));
+}
+
+// ---- CPU features ----
+
+TEST(CpuCheck, TargetsThisCpuCannotConfirmAreRefused) {
+  EXPECT_EQ(runtime::cpu_cannot_run("none"), "this build has no kernels");
+  EXPECT_NE(runtime::cpu_cannot_run("arm-64-linux-arm_dot_prod"), std::nullopt);
+  EXPECT_EQ(runtime::cpu_cannot_run("x86-64-linux-sse41-made_up_feature"),
+            "mmtune cannot confirm that this CPU has made_up_feature (target x86-64-linux-sse41-made_up_feature)");
+  // Code-generation features are not instructions.
+  EXPECT_EQ(runtime::cpu_cannot_run("x86-64-linux-user_context-no_asserts"), std::nullopt);
+  // The linked kernels' target runs here (CI machines have AVX2; the build chose the database
+  // from this host's features).
+  EXPECT_EQ(runtime::cpu_cannot_run(runtime::kernel_target()),
+            runtime::kernel_target() == "none" ? std::optional<std::string>("this build has no kernels")
+                                               : std::nullopt);
+}
+
+// ---- Names (docs/naming.md) ----
+
+TEST(Naming, LinkedKernelsFollowTheGrammar) {
+  for (const auto& k : runtime::linked_kernel_infos()) {
+    EXPECT_EQ(k.name, kernel_name(k.op, k.identity, k.schedule, runtime::kernel_target())) << k.name;
+  }
+  EXPECT_EQ(dtype_code("bfloat16"), "bf16");
+  EXPECT_EQ(dtype_code("int8"), "s8");
+  EXPECT_EQ(dtype_code("uint64"), "u64");
+  EXPECT_EQ(dtype_code("float8e4m3fnuz"), "f8e4m3fnuz");
+  // The brief's example of a quantized name.
+  EXPECT_EQ(kernel_name("QLinearMatMul",
+                                 {{"a.type", "uint8"}, {"b.type", "int8"}, {"y.type", "uint8"},
+                                  {"scale_type", "float32"}, {"requant", "float32"}},
+                                 {{"tile_rows", "6"}, {"tile_vectors", "2"}, {"k_unroll", "4"},
+                                  {"n_block", "256"}, {"pack_b", "true"}, {"parallel", "true"}},
+                                 "x86-64-linux-avx2-fma-f16c"),
+            "qlinear_matmul_u8_s8_u8_f32rq__x86_avx2_6x16k4n256pt");
+  // float8: the formats name the types, no requantization mode; the sum is float64, so one SSE4.1
+  // vector holds 2 lanes (a 4 x 1-vector tile is 4 x 2).
+  EXPECT_EQ(kernel_name("QLinearMatMul",
+                                 {{"a.type", "uint8"}, {"b.type", "uint8"}, {"y.type", "uint8"},
+                                  {"a_format", "float8e4m3fn"}, {"b_format", "float8e5m2"},
+                                  {"y_format", "float8e4m3fn"}, {"scale_type", "float16"},
+                                  {"requant", "float32"}},
+                                 {{"tile_rows", "4"}, {"tile_vectors", "1"}, {"n_block", "0"},
+                                  {"pack_b", "false"}, {"parallel", "false"}},
+                                 "x86-64-linux-sse41"),
+            "qlinear_matmul_f8e4m3fn_f8e5m2_f8e4m3fn_f16scale__x86_sse41_4x2k4");
+}
+
+// Every committed database (built or not): names follow the grammar, schedules fit the target,
+// identities are the keys a canonical call makes, buckets are "any" or bounded objects.
+TEST(Naming, ShippedDatabasesAreConsistent) {
+  int kernels = 0;
+  for (const auto& entry : fs::directory_iterator(testing::source_dir() + "/tuned")) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    const nlohmann::json db = nlohmann::json::parse(in);
+    const std::string target = db.at("target");
+    EXPECT_EQ(entry.path().stem().string(), target);
+    const schedules::TargetInfo ti = schedules::target_info(target);
+    for (const auto& k : db.at("kernels")) {
+      const std::string name = k.at("name");
+      std::map<std::string, std::string> identity, schedule;
+      for (const auto& [key, v] : k.at("params").items()) identity[key] = v.get<std::string>();
+      const auto params = k.at("schedule").get<schedules::Schedule>();
+      schedule = params.generator_params();
+      EXPECT_EQ(name, kernel_name(k.at("op"), identity, schedule, target)) << entry.path();
+      EXPECT_FALSE(k.at("provenance").get<std::string>().empty()) << name;
+      if (k.at("op") == "Gemm") {
+        const DType t = *dtype_from_name(identity.at("A.type"));
+        // The identity a canonical call of this type and contract computes.
+        const Tensor x(t, {1, 1});
+        GemmArgs args;
+        args.a = args.b = args.c = &x;
+        args.contract = *float_contract_from_string(identity.at("contract"));
+        EXPECT_EQ(params.validate(ti, accumulator_of(gemm_identity(args))), std::nullopt) << name;
+        EXPECT_EQ(gemm_identity(args).params, identity) << name;
+        if (target.find("-fma") == std::string::npos) {
+          EXPECT_EQ(identity.at("contract"), "strict") << name;
+        }
+      }
+      ++kernels;
+    }
+  }
+  EXPECT_GE(kernels, 10);
+}
+
+}  // namespace
+}  // namespace mmtune

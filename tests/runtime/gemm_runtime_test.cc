@@ -1,0 +1,224 @@
+// Every shipped Gemm kernel through mmtune::runtime::gemm, bit for bit against the reference: the
+// variant suites' shape categories (relative to the kernel's tile, moved into its bucket), both
+// transposes (materialized by the runtime), every C broadcast and an absent C, alpha/beta, Inf and
+// NaN inputs for the float types, and the kernel each call meant to cover must be the one that ran
+// (DispatchInfo).
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "mmtune/mmtune.h"
+#include "reference/gemm.h"
+#include "runtime/src/kernel_table.h"
+#include "schedules/cpu/matmul_params.h"
+#include "schedules/target_info.h"
+#include "autotune/kernel_key.h"
+#include "tests/runtime/runtime_support.h"
+#include "tests/support/test_support.h"
+#include "tests/variants/variant_support.h"
+
+namespace mmtune {
+namespace {
+
+std::vector<runtime::KernelInfo> gemm_kernels() {
+  std::vector<runtime::KernelInfo> out;
+  for (const auto& k : runtime::linked_kernel_infos()) {
+    if (k.op == "Gemm") out.push_back(k);
+  }
+  return out;
+}
+
+// The bucket of a linked kernel, from the generated table.
+runtime::Bucket bucket_of(const std::string& name) {
+  const runtime::KernelTable& t = runtime::linked_kernels();
+  for (std::size_t i = 0; i < t.size; ++i) {
+    if (name == t.entries[i].name) return t.entries[i].bucket;
+  }
+  ADD_FAILURE() << "no kernel " << name;
+  return {};
+}
+
+// Element i of a float tensor := +Inf, or a NaN whose payload is not the canonical one.
+void set_special(Tensor& x, int64_t i, bool nan) {
+  switch (x.dtype) {
+    case DType::kFloat32:
+      x.data<uint32_t>()[i] = nan ? 0xFFC00123u : 0x7F800000u;
+      break;
+    case DType::kFloat64:
+      x.data<uint64_t>()[i] = nan ? 0xFFF8000000000123ull : 0x7FF0000000000000ull;
+      break;
+    case DType::kFloat16: x.data<uint16_t>()[i] = nan ? 0xFE03 : 0x7C00; break;
+    case DType::kBFloat16: x.data<uint16_t>()[i] = nan ? 0xFFC3 : 0x7F80; break;
+    default: break;
+  }
+}
+
+int64_t clamp_to(int64_t x, int64_t lo, int64_t hi) { return std::max(lo, hi < 0 ? x : std::min(x, hi)); }
+
+class GemmRuntime : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
+  if (GetParam() == "none") GTEST_SKIP() << "this build has no Gemm kernels";
+  runtime::KernelInfo kernel;
+  for (const auto& k : gemm_kernels()) {
+    if (k.name == GetParam()) kernel = k;
+  }
+  ASSERT_EQ(kernel.name, GetParam());
+  const DType t = *dtype_from_name(kernel.identity.at("A.type"));
+  const FloatContract contract = *float_contract_from_string(kernel.identity.at("contract"));
+  const auto [rows, cols] = testing::tile_of(kernel);
+  const runtime::Bucket bucket = bucket_of(kernel.name);
+  const uint64_t seed = testing::variant_seed() ^ std::hash<std::string>()(kernel.name);
+  std::mt19937_64 rng(seed);
+  const testing::ValueRange range = testing::gemm_value_range(t);
+  const std::vector<std::pair<float, float>> alpha_beta = {{1.0f, 1.0f}, {0.75f, 0.0f}, {-1.5f, 0.5f}, {1.0f, 0.0f}, {2.0f, -1.0f}};
+  const bool slow = dtype_size(t) == 8 && t != DType::kFloat64;  // emulated 64-bit multiplies
+  int64_t cases = 0;
+  int combo = 0;
+  for (auto shape : testing::matmul_shapes(rows, cols, !slow)) {
+    // Moved into the kernel's bucket, so that this kernel is the one that serves it.
+    const int64_t m = clamp_to(shape.m, bucket.m_min, bucket.m_max);
+    const int64_t n = clamp_to(shape.n, bucket.n_min, bucket.n_max);
+    const int64_t k = clamp_to(shape.k, std::max<int64_t>(bucket.k_min, 1), bucket.k_max);
+    // Every layout x C kind on each shape, alpha/beta rotating.
+    for (int layout = 0; layout < 4; ++layout) {
+      for (int c_kind = 0; c_kind < 6; ++c_kind, ++combo) {
+        GemmArgs args;
+        args.trans_a = layout & 1;
+        args.trans_b = layout & 2;
+        args.contract = contract;
+        Tensor a = testing::random_tensor(t, args.trans_a ? Shape{k, m} : Shape{m, k}, rng, range.lo, range.hi);
+        Tensor b = testing::random_tensor(t, args.trans_b ? Shape{n, k} : Shape{k, n}, rng, range.lo, range.hi);
+        const std::vector<Shape> c_shapes = {{}, {}, {n}, {1, n}, {m, 1}, {m, n}};  // 0: absent
+        Tensor c = testing::random_tensor(t, c_shapes[c_kind], rng, range.lo, range.hi);
+        // Float types, now and then: an Inf or a (non-canonical) NaN in A or in C, so that Inf
+        // propagation, canonical NaN results and beta = 0 ignoring a NaN C are compared too.
+        if (is_float(t) && combo % 4 == 3) {
+          Tensor& target = (combo / 4) % 2 == 0 || c.numel() == 0 ? a : c;
+          const bool nan = (combo / 8) % 2 == 0;
+          set_special(target, static_cast<int64_t>(rng() % target.numel()), nan);
+        }
+        args.a = &a;
+        args.b = &b;
+        args.c = c_kind == 0 ? nullptr : &c;
+        std::tie(args.alpha, args.beta) = alpha_beta[combo % alpha_beta.size()];
+        std::ostringstream context;
+        context << kernel.name << " " << shape.category << " M=" << m << " N=" << n << " K=" << k
+                << " transA=" << args.trans_a << " transB=" << args.trans_b << " C="
+                << (c_kind == 0 ? "absent" : shape_str(c.shape)) << " alpha=" << args.alpha
+                << " beta=" << args.beta << " seed=" << seed;
+        const Tensor expected = gemm(args);
+        DispatchInfo info;
+        Tensor actual;
+        try {
+          actual = runtime::gemm(args, &info);
+        } catch (const std::exception& e) {
+          FAIL() << e.what() << " (" << context.str() << ")";
+        }
+        // The kernel this case meant to cover must be the one that ran.
+        ASSERT_EQ(info.kernel, kernel.name) << info.reason << " (" << context.str() << ")";
+        ASSERT_TRUE(testing::bit_equal(expected, actual, context.str()));
+        ++cases;
+      }
+    }
+  }
+  std::cout << "[runtime] " << kernel.name << ": " << cases << " cases bit-exact\n";
+}
+
+std::vector<std::string> gemm_kernel_names() {
+  std::vector<std::string> names;
+  for (const auto& k : gemm_kernels()) names.push_back(k.name);
+  if (names.empty()) names.push_back("none");  // a build without kernels: the test reports it
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, GemmRuntime, ::testing::ValuesIn(gemm_kernel_names()),
+                         [](const auto& info) { return info.param; });
+
+// The shipped set: every Gemm type in the canonical layout has a kernel (float32/float64 under both
+// contracts where the target has FMA), so no Gemm call of a build with kernels falls back for want
+// of one.
+TEST(GemmRuntimeCoverage, EveryGemmTypeHasAKernel) {
+  if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
+  const bool has_fma = runtime::kernel_target().find("-fma") != std::string::npos;
+  for (const char* type : {"float32", "float64", "float16", "bfloat16", "int32", "uint32", "int64", "uint64"}) {
+    for (const char* contract : {"strict", "fma"}) {
+      const bool wide = std::string(type) == "float32" || std::string(type) == "float64";
+      if (std::string(contract) == "fma" && (!wide || !has_fma)) continue;
+      bool found = false;
+      for (const auto& k : gemm_kernels()) {
+        found |= k.identity.at("A.type") == type && k.identity.at("contract") == contract &&
+                 k.bucket == "any";
+      }
+      bool covered = found;
+      if (!found) {
+        // Bounded buckets that together cover every M also count (float32 strict: m 1..3, m 4..).
+        std::vector<runtime::Bucket> buckets;
+        for (const auto& k : gemm_kernels()) {
+          if (k.identity.at("A.type") == type && k.identity.at("contract") == contract) buckets.push_back(bucket_of(k.name));
+        }
+        std::sort(buckets.begin(), buckets.end(), [](const auto& x, const auto& y) { return x.m_min < y.m_min; });
+        int64_t next = 1;
+        for (const auto& b : buckets) {
+          if (b.m_min <= next && b.n_min == 0 && b.n_max < 0 && b.k_min == 0 && b.k_max < 0) {
+            next = b.m_max < 0 ? -1 : std::max(next, b.m_max + 1);
+          }
+          if (next < 0) break;
+        }
+        covered = next < 0;
+      }
+      EXPECT_TRUE(covered) << "Gemm " << type << " " << contract << " has no kernel for every M";
+    }
+  }
+}
+
+// float16/bfloat16 products are exact in the float32 accumulator, so both contracts round alike:
+// an fma call runs the strict kernel. Integers have no contract at all.
+TEST(GemmRuntimeCoverage, ContractFreeTypesShareTheStrictKernel) {
+  if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
+  std::mt19937_64 rng(testing::variant_seed());
+  for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kInt32}) {
+    const testing::ValueRange range = testing::gemm_value_range(t);
+    Tensor a = testing::random_tensor(t, {17, 33}, rng, range.lo, range.hi);
+    Tensor b = testing::random_tensor(t, {33, 19}, rng, range.lo, range.hi);
+    GemmArgs args;
+    args.a = &a;
+    args.b = &b;
+    args.contract = FloatContract::kFma;
+    DispatchInfo info;
+    const Tensor y = runtime::gemm(args, &info);
+    EXPECT_TRUE(info.used_kernel()) << dtype_name(t) << ": " << info.reason;
+    EXPECT_EQ(info.kernel.find("_fma"), std::string::npos) << info.kernel;
+    EXPECT_TRUE(testing::bit_equal(gemm(args), y, dtype_name(t)));
+  }
+}
+
+// The fma contract needs a fused multiply-add in the target: the SSE4.1 build has no fma kernels,
+// and its fma calls take the reference path, saying so (a computation with no kernel).
+TEST(GemmRuntimeCoverage, FmaContractNeedsAnFmaTarget) {
+  std::mt19937_64 rng(testing::variant_seed());
+  const Tensor a = testing::random_tensor(DType::kFloat32, {20, 30}, rng, -2, 2);
+  const Tensor b = testing::random_tensor(DType::kFloat32, {30, 40}, rng, -2, 2);
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  args.contract = FloatContract::kFma;
+  DispatchInfo info;
+  const Tensor y = runtime::gemm(args, &info);
+  EXPECT_TRUE(testing::bit_equal(gemm(args), y));
+  const std::string target = runtime::kernel_target();
+  if (target.find("-fma") != std::string::npos) {
+    EXPECT_EQ(info.kernel.rfind("gemm_f32_fma__", 0), 0u) << info.kernel;
+  } else {
+    EXPECT_EQ(info.kernel, "reference");
+    const std::string want = target == "none" ? "no Gemm kernel in this build (none)"
+                                              : "no Gemm kernel in this build (" + target + ") computes";
+    EXPECT_EQ(info.reason.rfind(want, 0), 0u) << info.reason;
+    EXPECT_NE(info.reason.find("contract=fma"), std::string::npos) << info.reason;
+  }
+}
+
+}  // namespace
+}  // namespace mmtune

@@ -1,0 +1,203 @@
+// The per-target seam and the knob tables: every face of a template's table agrees with the others,
+// a schedule that does not fit its target is refused before anything is compiled (by the JIT and by
+// the generators themselves), and docs/naming.md carries each template's table as the code states it.
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "Halide.h"
+#include "autotune/halide_ops.h"
+#include "autotune/kernel_key.h"
+#include "schedules/schedule.h"
+#include "tests/support/test_support.h"
+#include "tests/variants/variant_support.h"
+
+namespace mmtune {
+namespace {
+
+using schedules::Accumulator;
+using schedules::CpuMatmulParams;
+using schedules::Schedule;
+using schedules::TargetInfo;
+
+const TargetInfo kAvx2 = schedules::target_info("x86-64-linux-avx2-fma-f16c");
+const TargetInfo kCuda = schedules::target_info("x86-64-linux-cuda-cuda_capability_80");
+const TargetInfo kHvx = schedules::target_info("hexagon-32-noos-hvx-hvx_128-hvx_v66");
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Every face of the table round-trips every draw of the space (and the defaults).
+TEST(KnobTable, JsonAndGeneratorParamsRoundTrip) {
+  std::mt19937_64 rng(testing::variant_seed());
+  int checked = 0;
+  for (const Accumulator acc : {Accumulator{32, false}, Accumulator{32, true}, Accumulator{64, false}}) {
+    std::vector<Schedule> all = {schedules::default_schedule(kAvx2, acc)};
+    for (int n = 0; n < 200; ++n) all.push_back(schedules::sample("cpu_matmul", kAvx2, acc, rng));
+    for (const Schedule& s : all) {
+      EXPECT_EQ(s.validate(kAvx2, acc), std::nullopt);
+      const nlohmann::json j = s;
+      EXPECT_EQ(j.at("template"), "cpu_matmul");
+      EXPECT_EQ(j.get<Schedule>(), s) << j.dump();
+      EXPECT_EQ(Schedule::from_generator_params(s.generator_params()), s) << j.dump();
+      // Every knob appears in both faces.
+      EXPECT_EQ(j.size(), CpuMatmulParams::knobs().knobs().size() + 1);
+      EXPECT_EQ(s.generator_params().size(), CpuMatmulParams::knobs().knobs().size() + 1);
+      ++checked;
+    }
+  }
+  std::cout << "[schedule] " << checked << " schedules round-tripped through JSON and generator params\n";
+}
+
+TEST(KnobTable, DrawsCoverEverySearchedValue) {
+  // Over enough draws, each knob takes each of its searched values at least once (exact sums: the
+  // K-regrouping knob too; float sums: never).
+  std::mt19937_64 rng(7);
+  for (const bool exact : {false, true}) {
+    std::map<std::string, std::set<int>> seen;
+    for (int n = 0; n < 3000; ++n) {
+      const Schedule s = schedules::sample("cpu_matmul", kAvx2, {32, exact}, rng);
+      const CpuMatmulParams& p = *s.get_if<CpuMatmulParams>();
+      for (const auto& k : CpuMatmulParams::knobs().knobs()) seen[k.name].insert(k.get(p));
+    }
+    for (const auto& k : CpuMatmulParams::knobs().knobs()) {
+      if (k.exact_only && !exact) {
+        EXPECT_EQ(seen[k.name], std::set<int>{k.default_value}) << k.name;
+        continue;
+      }
+      for (int v : k.search) {
+        // Block sizes are rounded up to whole tiles, so a drawn block may appear as a multiple.
+        const bool rounded = std::string(k.name) == "n_block" || std::string(k.name) == "m_block";
+        if (!rounded) EXPECT_TRUE(seen[k.name].count(v)) << k.name << "=" << v << " never drawn (exact=" << exact << ")";
+      }
+    }
+  }
+}
+
+TEST(KnobTable, RefusesUnknownKnobsTypesAndTemplates) {
+  EXPECT_NE(error_of([] { nlohmann::json{{"template", "cpu_matmul"}, {"tile_row", 4}}.get<Schedule>(); })
+                .find("cpu_matmul has no knob 'tile_row'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { nlohmann::json{{"tile_rows", true}}.get<Schedule>(); }).find("tile_rows=true is not an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { nlohmann::json{{"pack_b", 1}}.get<Schedule>(); }).find("pack_b=1 is not true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { nlohmann::json{{"template", "gpu_magic"}}.get<Schedule>(); })
+                .find("template 'gpu_magic' is not a schedule template (templates: cpu_matmul)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { Schedule::from_generator_params({{"template", "cpu_matmul"}, {"tile_rows", "x"}}); })
+                .find("tile_rows=x is not an integer"),
+            std::string::npos);
+  // A database entry without "template" is a cpu_matmul schedule (the format before templates).
+  const Schedule old_format = nlohmann::json{{"tile_rows", 2}}.get<Schedule>();
+  EXPECT_EQ(std::string(old_format.template_name()), "cpu_matmul");
+}
+
+TEST(KnobTable, ValidationNamesTheKnobAndTheRule) {
+  CpuMatmulParams p = CpuMatmulParams::knobs().defaults();
+  p.tile_rows = 17;
+  EXPECT_NE(Schedule(p).validate(kAvx2, {32, false}).value_or("").find("tile_rows=17 is outside 1..16"),
+            std::string::npos);
+  p = CpuMatmulParams::defaults(kAvx2, {32, true});
+  p.k_group = 4;
+  EXPECT_NE(Schedule(p).validate(kAvx2, {32, false}).value_or("").find("k_group=4 regroups the K sum"),
+            std::string::npos);
+  EXPECT_EQ(Schedule(p).validate(kAvx2, {32, true}), std::nullopt);
+}
+
+TEST(KnobTable, TagsDeriveFromTheTable) {
+  CpuMatmulParams p = CpuMatmulParams::knobs().defaults();
+  EXPECT_EQ(Schedule(p).tag(kAvx2, {32, false}), "6x32k4n256pt");
+  p.tile_vectors = 2;
+  p.k_group = 4;
+  p.m_block = 12;
+  p.specialize_tails = true;
+  p.k_block = 0;
+  p.parallel = false;
+  EXPECT_EQ(Schedule(p).tag(kAvx2, {32, true}), "6x16k4n256pg4m12s");
+  p.k_group = 1;
+  p.k_block = 64;
+  EXPECT_EQ(Schedule(p).tag(kAvx2, {64, false}), "6x8k4n256pm12sb64");
+}
+
+// docs/naming.md states each template's knob table exactly as the code declares it.
+TEST(KnobTable, NamingDocCarriesEveryTemplatesTable) {
+  std::ifstream in(testing::source_dir() + "/docs/naming.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  for (const std::string& name : schedules::template_names()) {
+    const std::string table = schedules::knob_table_markdown(name);
+    EXPECT_NE(doc.str().find(table), std::string::npos)
+        << "docs/naming.md lacks the current knob table of " << name << ":\n" << table;
+  }
+}
+
+// ---- The per-target seam ----
+
+TEST(Seam, ATemplateThatDoesNotFitTheTargetIsRefused) {
+  const Schedule cpu;
+  EXPECT_NE(cpu.validate(kCuda, {32, false}).value_or("").find("template cpu_matmul does not schedule cuda targets"),
+            std::string::npos);
+  EXPECT_NE(cpu.validate(kHvx, {32, true}).value_or("").find("does not schedule hexagon targets"), std::string::npos);
+  EXPECT_EQ(cpu.validate(schedules::target_info("arm-64-linux-arm_dot_prod"), {32, true}), std::nullopt);
+  EXPECT_NE(error_of([] { schedules::default_template(kCuda); }).find("no schedule template schedules cuda targets"),
+            std::string::npos);
+  std::mt19937_64 rng(1);
+  EXPECT_NE(error_of([&] { schedules::sample("cpu_matmul", kHvx, {32, true}, rng); }).find("does not schedule hexagon"),
+            std::string::npos);
+}
+
+TEST(Seam, TheJitRefusesBeforeCompiling) {
+  const Tensor a(DType::kFloat32, {2, 3}), b(DType::kFloat32, {3, 2});
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  const std::size_t compiled = jit_cache_size();
+  const std::string why = error_of([&] { gemm_halide(args, HalideVariant{Schedule(), "x86-64-linux-cuda-cuda_capability_80"}); });
+  EXPECT_NE(why.find("Gemm: schedule: template cpu_matmul does not schedule cuda targets"), std::string::npos) << why;
+  EXPECT_EQ(jit_cache_size(), compiled);  // nothing was compiled
+}
+
+// The generators check it themselves (the AOT build calls them without the JIT's checks): a Halide
+// user error naming the reason, raised in generate(), before any code is generated.
+TEST(Seam, TheGeneratorRefusesAScheduleThatDoesNotFit) {
+  struct Case {
+    std::string target;
+    std::map<std::string, std::string> params;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"x86-64-linux-cuda-cuda_capability_80", {}, "no schedule template schedules cuda targets"},
+      {"x86-64-linux-cuda-cuda_capability_80", {{"template", "cpu_matmul"}}, "does not schedule cuda targets"},
+      {"x86-64-linux-avx2", {{"tile_rows", "16"}, {"tile_vectors", "8"}}, "vector registers"},
+      {"x86-64-linux-avx2", {{"k_group", "4"}}, "regroups the K sum"},
+      {"x86-64-linux-avx2", {{"template", "nope"}}, "template 'nope' is not a schedule template"},
+  };
+  for (const Case& c : cases) {
+    auto gen = Halide::Internal::GeneratorRegistry::create("mmtune_gemm", Halide::GeneratorContext(Halide::Target(c.target)));
+    ASSERT_NE(gen, nullptr);
+    std::map<std::string, std::string> gp = c.params;
+    gp["A.type"] = gp["B.type"] = gp["C.type"] = gp["Y.type"] = "float32";
+    std::string message;
+    try {
+      gen->set_generatorparam_values(gp);
+      gen->build_pipeline();
+    } catch (const Halide::Error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(c.message), std::string::npos) << c.target << ": " << message;
+  }
+}
+
+}  // namespace
+}  // namespace mmtune
