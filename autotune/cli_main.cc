@@ -1,12 +1,13 @@
 // `mmtune`: entry point; dispatches to the subcommands and maps errors to exit codes.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "autotune/cli.h"
 #include "reference/error.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_cli(int argc, char** argv) {
   CLI::App app{"mmtune: generates, tunes and verifies matrix-multiplication kernels"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "mmtune 0.1.0");
@@ -32,4 +33,16 @@ int main(int argc, char** argv) {
     return mmtune::cli::kExitInternal;
   }
   return mmtune::cli::kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_cli(argc, argv);
+  } catch (...) {
+    // Building the command line itself failed (e.g. out of memory): nothing is computed or written.
+    std::cerr << "mmtune: internal error while reading the command line\n";
+    return mmtune::cli::kExitInternal;
+  }
 }

@@ -1,13 +1,11 @@
 // `mmtune run` evaluates one operator on .npy files; `mmtune ops` lists the operators.
 #include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "autotune/cli.h"
 #include "autotune/halide_ops.h"
@@ -50,8 +48,8 @@ void parse_input(const std::string& spec, std::string& name, std::string& path,
       as = t;
       path = path.substr(0, colon);
     } else if (suffix.find('/') == std::string::npos && !fs::exists(path)) {
-      invalid("mmtune run", "--input ", spec, ": '", suffix, "' is not a dtype (known: ",
-              all_dtype_names(), ")");
+      invalid("mmtune run", "--input ", spec, ": '", suffix,
+              "' is not a dtype (known: ", all_dtype_names(), ")");
     }
   }
 }
@@ -100,7 +98,8 @@ Attributes parse_attrs(const std::vector<std::string>& specs) {
   Attributes attrs;
   for (const std::string& s : specs) {
     const auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) invalid("mmtune run", "--attr ", s, " is not KEY=VALUE");
+    if (eq == std::string::npos || eq == 0)
+      invalid("mmtune run", "--attr ", s, " is not KEY=VALUE");
     if (!attrs.emplace(s.substr(0, eq), s.substr(eq + 1)).second) {
       invalid("mmtune run", "attribute ", s.substr(0, eq), " is given twice");
     }
@@ -170,10 +169,12 @@ HalideVariant halide_variant(const RunOptions& o) {
 int run(const RunOptions& o) {
   const OpSpec& op = find_operator(o.op);
   if (o.impl != "reference" && o.impl != "halide" && o.impl != "runtime") {
-    invalid("mmtune run", "--impl ", o.impl, " is not an implementation; implementations: reference, halide, runtime");
+    invalid("mmtune run", "--impl ", o.impl,
+            " is not an implementation; implementations: reference, halide, runtime");
   }
   if (!o.params.empty() && o.impl != "halide") {
-    invalid("mmtune run", "--params ", o.params, " applies to --impl halide only, not --impl ", o.impl);
+    invalid("mmtune run", "--params ", o.params, " applies to --impl halide only, not --impl ",
+            o.impl);
   }
   // Refuse before computing anything when the result could not be written.
   const fs::path out_dir = fs::path(o.output).parent_path();
@@ -188,7 +189,8 @@ int run(const RunOptions& o) {
   if (o.impl == "halide") {
     const HalideVariant v = halide_variant(o);
     y = run_halide(op.name, inputs, attrs, v);
-    how = "JIT for " + host_target() + ", schedule " + (v.schedule ? nlohmann::json(*v.schedule).dump() : "defaults");
+    how = "JIT for " + host_target() + ", schedule " +
+          (v.schedule ? nlohmann::json(*v.schedule).dump() : "defaults");
   } else if (o.impl == "runtime") {
     DispatchInfo info;
     y = runtime::run(op.name, inputs, attrs, &info);
@@ -213,14 +215,18 @@ int run(const RunOptions& o) {
 std::function<int()> add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Evaluate one operator on NumPy .npy inputs");
-  cmd->add_option("--op", o->op, "Operator: QLinearMatMul, Gemm, QGemm, QuantMatmulDequant")->required();
+  cmd->add_option("--op", o->op, "Operator: QLinearMatMul, Gemm, QGemm, QuantMatmulDequant")
+      ->required();
   cmd->add_option("--impl", o->impl,
-                  "Implementation: reference, halide (JIT of the generator), runtime (the linked AOT kernels)")
+                  "Implementation: reference, halide (JIT of the generator), runtime (the linked "
+                  "AOT kernels)")
       ->capture_default_str();
   cmd->add_option("--params", o->params,
-                  "--impl halide: a schedule, JSON {\"template\": \"cpu_matmul\", knob: value, ...} (docs/naming.md)");
-  cmd->add_option("--input", o->inputs,
-                  "NAME=FILE.npy[:dtype] (dtype reinterprets stored bits, e.g. a=a.npy:float8e4m3fn)");
+                  "--impl halide: a schedule, JSON {\"template\": \"cpu_matmul\", knob: value, "
+                  "...} (docs/naming.md)");
+  cmd->add_option(
+      "--input", o->inputs,
+      "NAME=FILE.npy[:dtype] (dtype reinterprets stored bits, e.g. a=a.npy:float8e4m3fn)");
   cmd->add_option("--input-dir", o->input_dir, "Folder of NAME.npy / NAME.DTYPE.npy inputs");
   cmd->add_option("--attr", o->attrs, "Attribute KEY=VALUE (see `mmtune ops`)");
   cmd->add_option("--output", o->output, "Output .npy file (written atomically)")->required();

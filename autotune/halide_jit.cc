@@ -7,7 +7,9 @@
 namespace mmtune::jit {
 namespace {
 
-void capture_error(Halide::JITUserContext* ctx, const char* msg) { static_cast<ErrorContext*>(ctx)->message += msg; }
+void capture_error(Halide::JITUserContext* ctx, const char* msg) {
+  static_cast<ErrorContext*>(ctx)->message += msg;
+}
 
 struct JitCache {
   std::mutex mu;
@@ -39,15 +41,16 @@ Halide::Callable compile(const KernelKey& key, const std::string& target) {
   }
   // Compiling may take a while: do it outside the lock (two threads may compile the same kernel;
   // the first one stored wins).
-  auto gen = Halide::Internal::GeneratorRegistry::create(key.identity.generator,
-                                                         Halide::GeneratorContext(Halide::Target(resolved)));
+  auto gen = Halide::Internal::GeneratorRegistry::create(
+      key.identity.generator, Halide::GeneratorContext(Halide::Target(resolved)));
   MMTUNE_CHECK(gen != nullptr, "generator " << key.identity.generator << " is not linked in");
   Halide::Callable callable;
   try {
     gen->set_generatorparam_values(key.generator_params());
     callable = gen->compile_to_callable();
   } catch (const Halide::Error& e) {
-    throw InternalError("mmtune: compiling " + key.to_string() + " for " + resolved + " failed: " + e.what());
+    throw InternalError("mmtune: compiling " + key.to_string() + " for " + resolved +
+                        " failed: " + e.what());
   }
   std::lock_guard<std::mutex> lock(c.mu);
   return c.kernels.emplace(id, callable).first->second;
@@ -55,8 +58,8 @@ Halide::Callable compile(const KernelKey& key, const std::string& target) {
 
 void check(int rc, const ErrorContext& ctx, const KernelKey& key) {
   if (rc != 0) {
-    throw InternalError("mmtune: Halide kernel " + key.to_string() + " failed (code " + std::to_string(rc) +
-                        "): " + ctx.message);
+    throw InternalError("mmtune: Halide kernel " + key.to_string() + " failed (code " +
+                        std::to_string(rc) + "): " + ctx.message);
   }
 }
 

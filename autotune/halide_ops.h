@@ -20,7 +20,8 @@ Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v);
 Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const HalideVariant& v);
 
 // Named-tensor entry point, the Halide twin of run_reference (same names, attributes, checks).
-Tensor run_halide(std::string_view op, const NamedTensors& inputs, const Attributes& attrs, const HalideVariant& v);
+Tensor run_halide(std::string_view op, const NamedTensors& inputs, const Attributes& attrs,
+                  const HalideVariant& v);
 
 // Number of distinct kernels compiled so far in this process (JIT cache size).
 std::size_t jit_cache_size();

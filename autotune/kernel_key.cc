@@ -24,7 +24,7 @@ std::map<std::string, std::string> KernelKey::generator_params() const {
 
 std::string KernelKey::to_string() const {
   std::string s = identity.generator;
-  for (const auto& [k, v] : generator_params()) s += " " + k + "=" + v;
+  for (const auto& [k, v] : generator_params()) s.append(" ").append(k).append("=").append(v);
   return s;
 }
 

@@ -32,7 +32,8 @@ struct KernelKey {
   schedules::Schedule schedule;
   // The generator parameters: the identity's and the schedule's.
   std::map<std::string, std::string> generator_params() const;
-  std::string to_string() const;  // "mmtune_gemm A.type=float32 ... template=cpu_matmul tile_rows=6 ..."
+  std::string to_string()
+      const;  // "mmtune_gemm A.type=float32 ... template=cpu_matmul tile_rows=6 ..."
 };
 
 // The Accumulator of each operator's kernels (its K sum: width and exactness).

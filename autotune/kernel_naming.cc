@@ -18,7 +18,8 @@ const std::string& param(const std::map<std::string, std::string>& p, const std:
   return it->second;
 }
 
-DType dtype_param(const std::map<std::string, std::string>& p, const std::string& key, const std::string& op) {
+DType dtype_param(const std::map<std::string, std::string>& p, const std::string& key,
+                  const std::string& op) {
   const std::string& name = param(p, key, op);
   const auto t = dtype_from_name(name);
   if (!t) invalid("kernel name", op, " kernel: ", key, "='", name, "' is not a dtype");
@@ -37,7 +38,8 @@ std::string dtype_code(const std::string& type) {
 }
 
 std::string kernel_name(const std::string& op, const std::map<std::string, std::string>& id,
-                        const std::map<std::string, std::string>& schedule, const std::string& target) {
+                        const std::map<std::string, std::string>& schedule,
+                        const std::string& target) {
   const std::string alias = find_operator(op).alias;
   std::string what;
   if (op == "Gemm") {
@@ -64,8 +66,8 @@ std::string kernel_name(const std::string& op, const std::map<std::string, std::
   } else if (op == "QGemm") {
     // A, B, then Y (float32, or A's type when quantized). The runtime always passes a y_scale (1
     // for a float32 output without one: the same bits), so only a kernel without it is marked.
-    what = alias + "_" + dtype_code(param(id, "A.type", op)) + "_" + dtype_code(param(id, "B.type", op)) +
-           "_" + dtype_code(param(id, "Y.type", op));
+    what = alias + "_" + dtype_code(param(id, "A.type", op)) + "_" +
+           dtype_code(param(id, "B.type", op)) + "_" + dtype_code(param(id, "Y.type", op));
     if (param(id, "has_y_scale", op) == "false") what += "_noys";
   } else if (op == "QuantMatmulDequant") {
     // x float16, weight int8, y float16 always; then how x is scaled: dynamic (per token, from the
@@ -74,10 +76,14 @@ std::string kernel_name(const std::string& op, const std::map<std::string, std::
     // (zero when absent) and an (N, K) weight (a (K, N) one is copied transposed), so only kernels
     // without them are marked.
     what = alias + "_f16_s8_f16";
-    if (param(id, "fused_scale", op) == "true") what += "_fused";
-    else if (param(id, "dynamic", op) == "true") what += "_dynamic";
-    else if (param(id, "per_token", op) == "true") what += "_pertoken";
-    else what += "_pertensor";
+    if (param(id, "fused_scale", op) == "true")
+      what += "_fused";
+    else if (param(id, "dynamic", op) == "true")
+      what += "_dynamic";
+    else if (param(id, "per_token", op) == "true")
+      what += "_pertoken";
+    else
+      what += "_pertensor";
     if (param(id, "has_smooth", op) == "true") what += "_smooth";
     if (param(id, "has_bias", op) == "false") what += "_nobias";
     if (param(id, "transpose_weight", op) == "false") what += "_wkn";
@@ -85,7 +91,8 @@ std::string kernel_name(const std::string& op, const std::map<std::string, std::
     invalid("kernel name", "no naming rule for ", op, " kernels yet (docs/naming.md)");
   }
   const schedules::TargetInfo ti = schedules::target_info(target);
-  const auto s = schedules::Schedule::from_generator_params(schedule, schedules::default_template(ti));
+  const auto s =
+      schedules::Schedule::from_generator_params(schedule, schedules::default_template(ti));
   const schedules::Accumulator acc = accumulator_of(KernelIdentity{op, "", id});
   return what + "__" + ti.family + "_" + ti.isa + "_" + s.tag(ti, acc);
 }

@@ -1,6 +1,6 @@
-// Kernel names (docs/naming.md): `<op>_<dtypes>[_<mode>]__<isa>_<tile>`, what is computed before the
-// double underscore, how after it. The tuned databases name kernels by this rule and the runtime
-// tests check every linked kernel against it.
+// Kernel names (docs/naming.md): `<op>_<dtypes>[_<mode>]__<isa>_<tile>`, what is computed before
+// the double underscore, how after it. The tuned databases name kernels by this rule and the
+// runtime tests check every linked kernel against it.
 #pragma once
 
 #include <map>
@@ -14,6 +14,7 @@ std::string dtype_code(const std::string& generator_type);
 // The name of the `op` kernel with these identity and schedule generator params for the Halide
 // `target`. InvalidArgument for an operator without a naming rule yet.
 std::string kernel_name(const std::string& op, const std::map<std::string, std::string>& identity,
-                        const std::map<std::string, std::string>& schedule, const std::string& target);
+                        const std::map<std::string, std::string>& schedule,
+                        const std::string& target);
 
 }  // namespace mmtune

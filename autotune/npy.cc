@@ -28,7 +28,8 @@ constexpr std::size_t kMagicLen = 6;
 constexpr std::size_t kArrayAlign = 64;           // numpy's ARRAY_ALIGN
 constexpr std::size_t kGrowthAxisMaxDigits = 21;  // numpy's GROWTH_AXIS_MAX_DIGITS
 constexpr const char* kSupported =
-    "mmtune reads int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, float64";
+    "mmtune reads int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, "
+    "float64";
 
 // 'text' for messages: printable ASCII kept, everything else as \xNN, cut after `max` characters.
 std::string quoted(const std::string& s, std::size_t max = 120) {
@@ -156,8 +157,10 @@ class HeaderParser {
         if (have_descr) fail("key 'descr' appears twice");
         have_descr = true;
         if (peek() == '[') {
-          invalid(path_, "structured dtypes (record arrays, descr is a list of fields) are not supported; ",
-                  kSupported);
+          invalid(
+              path_,
+              "structured dtypes (record arrays, descr is a list of fields) are not supported; ",
+              kSupported);
         }
         if (peek() != '\'' && peek() != '"') fail("'descr' must be a quoted dtype string");
         h.descr = parse_string("the 'descr' string");
@@ -192,7 +195,8 @@ class HeaderParser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    invalid(path_, "malformed .npy header: ", what, " (at header offset ", pos_, " of ", quoted(s_), ")");
+    invalid(path_, "malformed .npy header: ", what, " (at header offset ", pos_, " of ", quoted(s_),
+            ")");
   }
 
   int peek() const { return pos_ < s_.size() ? static_cast<unsigned char>(s_[pos_]) : -1; }
@@ -261,8 +265,8 @@ class HeaderParser {
     }
     ++pos_;  // ')'
     if (shape.size() == 1 && !trailing_comma) {
-      fail("'shape' (" + std::to_string(shape[0]) + ") is a parenthesized integer, not a tuple (write (" +
-           std::to_string(shape[0]) + ",))");
+      fail("'shape' (" + std::to_string(shape[0]) +
+           ") is a parenthesized integer, not a tuple (write (" + std::to_string(shape[0]) + ",))");
     }
     return shape;
   }
@@ -319,24 +323,33 @@ Descr parse_descr(const std::string& path, const std::string& d) {
   const std::string q = quoted(d);
 
   switch (kind) {
-    case 'O': invalid(path, "dtype ", q, " (object arrays, pickled Python objects) is not supported; ", kSupported);
+    case 'O':
+      invalid(path, "dtype ", q, " (object arrays, pickled Python objects) is not supported; ",
+              kSupported);
     case 'b':
     case '?':
-      invalid(path, "dtype ", q, " (bool) is not supported; store booleans as uint8 (a.astype(np.uint8)); ",
+      invalid(path, "dtype ", q,
+              " (bool) is not supported; store booleans as uint8 (a.astype(np.uint8)); ",
               kSupported);
-    case 'c': invalid(path, "dtype ", q, " (complex) is not supported; ", kSupported);
+    case 'c':
+      invalid(path, "dtype ", q, " (complex) is not supported; ", kSupported);
     case 'U':
     case 'S':
-    case 'a': invalid(path, "dtype ", q, " (strings) is not supported; ", kSupported);
+    case 'a':
+      invalid(path, "dtype ", q, " (strings) is not supported; ", kSupported);
     case 'M':
-    case 'm': invalid(path, "dtype ", q, " (datetime/timedelta) is not supported; ", kSupported);
+    case 'm':
+      invalid(path, "dtype ", q, " (datetime/timedelta) is not supported; ", kSupported);
     case 'V':
-      invalid(path, "dtype ", q,
-              " (raw void bytes, which is how np.save stores ml_dtypes bfloat16/float8 arrays) is not "
-              "supported; save their bit patterns instead (a.view(np.uint16) or a.view(np.uint8)) and read "
-              "them with `as` set to the narrow float type; ",
-              kSupported);
-    default: break;
+      invalid(
+          path, "dtype ", q,
+          " (raw void bytes, which is how np.save stores ml_dtypes bfloat16/float8 arrays) is not "
+          "supported; save their bit patterns instead (a.view(np.uint16) or a.view(np.uint8)) and "
+          "read "
+          "them with `as` set to the narrow float type; ",
+          kSupported);
+    default:
+      break;
   }
 
   std::optional<DType> t;
@@ -358,7 +371,8 @@ Descr parse_descr(const std::string& path, const std::string& d) {
   }
   if (!t) invalid(path, "dtype ", q, " is not supported; ", kSupported);
   if (order == '|' && dtype_size(*t) != 1) {
-    invalid(path, "dtype ", q, " has byte order '|' (not applicable), which is only valid for 1-byte types; "
+    invalid(path, "dtype ", q,
+            " has byte order '|' (not applicable), which is only valid for 1-byte types; "
             "multi-byte types need '<', '>' or '='");
   }
   return {*t, order == '>' && dtype_size(*t) > 1};
@@ -372,11 +386,13 @@ bool reinterpretation_allowed(DType stored, DType as) {
 }
 
 void byte_swap(std::vector<uint8_t>& b, std::size_t elem) {
-  for (std::size_t i = 0; i + elem <= b.size(); i += elem) std::reverse(b.begin() + i, b.begin() + i + elem);
+  for (std::size_t i = 0; i + elem <= b.size(); i += elem)
+    std::reverse(b.begin() + i, b.begin() + i + elem);
 }
 
 // Fortran (column-major) bytes -> C (row-major) bytes.
-std::vector<uint8_t> fortran_to_c(const std::vector<uint8_t>& f, const Shape& shape, std::size_t elem) {
+std::vector<uint8_t> fortran_to_c(const std::vector<uint8_t>& f, const Shape& shape,
+                                  std::size_t elem) {
   std::vector<uint8_t> c(f.size());
   const std::size_t rank = shape.size();
   const uint64_t n = elem == 0 ? 0 : f.size() / elem;
@@ -421,8 +437,8 @@ std::string python_shape_repr(const Shape& s) {
 // Exactly the bytes numpy's np.save writes before the data of a C-ordered array (format 1.0, or 2.0
 // when the header length does not fit in 16 bits).
 std::string npy_header_bytes(const Tensor& t) {
-  std::string dict = "{'descr': '" + npy_descr(t.dtype) + "', 'fortran_order': False, 'shape': " +
-                     python_shape_repr(t.shape) + ", }";
+  std::string dict = "{'descr': '" + npy_descr(t.dtype) +
+                     "', 'fortran_order': False, 'shape': " + python_shape_repr(t.shape) + ", }";
   if (!t.shape.empty()) {
     const std::size_t digits = std::to_string(t.shape[0]).size();
     if (digits < kGrowthAxisMaxDigits) dict.append(kGrowthAxisMaxDigits - digits, ' ');
@@ -475,22 +491,35 @@ bool write_all(int fd, const uint8_t* p, std::size_t n) {
 
 std::string npy_descr(DType t) {
   switch (t) {
-    case DType::kInt8: return "|i1";
-    case DType::kUInt8: return "|u1";
-    case DType::kInt16: return "<i2";
-    case DType::kUInt16: return "<u2";
-    case DType::kInt32: return "<i4";
-    case DType::kUInt32: return "<u4";
-    case DType::kInt64: return "<i8";
-    case DType::kUInt64: return "<u8";
-    case DType::kFloat16: return "<f2";
-    case DType::kBFloat16: return "<u2";
-    case DType::kFloat32: return "<f4";
-    case DType::kFloat64: return "<f8";
+    case DType::kInt8:
+      return "|i1";
+    case DType::kUInt8:
+      return "|u1";
+    case DType::kInt16:
+      return "<i2";
+    case DType::kUInt16:
+      return "<u2";
+    case DType::kInt32:
+      return "<i4";
+    case DType::kUInt32:
+      return "<u4";
+    case DType::kInt64:
+      return "<i8";
+    case DType::kUInt64:
+      return "<u8";
+    case DType::kFloat16:
+      return "<f2";
+    case DType::kBFloat16:
+      return "<u2";
+    case DType::kFloat32:
+      return "<f4";
+    case DType::kFloat64:
+      return "<f8";
     case DType::kFloat8E4M3FN:
     case DType::kFloat8E4M3FNUZ:
     case DType::kFloat8E5M2:
-    case DType::kFloat8E5M2FNUZ: return "|u1";
+    case DType::kFloat8E5M2FNUZ:
+      return "|u1";
   }
   MMTUNE_CHECK(false, "npy_descr of dtype #" << static_cast<int>(t));
 }
@@ -503,10 +532,12 @@ Tensor read_npy(const std::string& path, std::optional<DType> as) {
   const std::size_t got = in.read(pre, 10);
   if (got < kMagicLen || std::memcmp(pre, kMagic, kMagicLen) != 0) {
     if (got < kMagicLen && std::memcmp(pre, kMagic, got) == 0) {
-      invalid(path, "file is too short to be a .npy file (", got, " bytes; the magic string alone is 6)");
+      invalid(path, "file is too short to be a .npy file (", got,
+              " bytes; the magic string alone is 6)");
     }
     invalid(path, "not a .npy file: bad magic (a .npy file starts with \\x93NUMPY, this one with ",
-            quoted(std::string(reinterpret_cast<const char*>(pre), std::min<std::size_t>(got, kMagicLen))),
+            quoted(std::string(reinterpret_cast<const char*>(pre),
+                               std::min<std::size_t>(got, kMagicLen))),
             ")");
   }
   if (got < 8) invalid(path, "file ends inside the .npy format version (", got, " bytes)");
@@ -523,7 +554,8 @@ Tensor read_npy(const std::string& path, std::optional<DType> as) {
             " bytes)");
   }
   uint64_t header_len = 0;
-  for (std::size_t b = 0; b < len_bytes; ++b) header_len |= static_cast<uint64_t>(pre[8 + b]) << (8 * b);
+  for (std::size_t b = 0; b < len_bytes; ++b)
+    header_len |= static_cast<uint64_t>(pre[8 + b]) << (8 * b);
 
   // Header text.
   std::vector<uint8_t> hbytes;
@@ -562,8 +594,9 @@ Tensor read_npy(const std::string& path, std::optional<DType> as) {
   DType out_type = descr.dtype;
   if (as) {
     if (!reinterpretation_allowed(descr.dtype, *as)) {
-      invalid(path, "cannot read the stored dtype ", dtype_name(descr.dtype), " (", quoted(h.descr), ") as ",
-              dtype_name(*as), ": a .npy file may be read as its own dtype, or its uint16 bit patterns as "
+      invalid(path, "cannot read the stored dtype ", dtype_name(descr.dtype), " (", quoted(h.descr),
+              ") as ", dtype_name(*as),
+              ": a .npy file may be read as its own dtype, or its uint16 bit patterns as "
               "float16/bfloat16, or its uint8 bit patterns as a float8 type");
     }
     out_type = *as;
@@ -573,13 +606,13 @@ Tensor read_npy(const std::string& path, std::optional<DType> as) {
   std::vector<uint8_t> data;
   const uint64_t dgot = in.read_append(data, data_bytes);
   if (dgot < data_bytes) {
-    invalid(path, "file ends after ", dgot, " of ", data_bytes, " data bytes (", dtype_name(descr.dtype), " ",
-            shape_str(h.shape), "): the file is truncated");
+    invalid(path, "file ends after ", dgot, " of ", data_bytes, " data bytes (",
+            dtype_name(descr.dtype), " ", shape_str(h.shape), "): the file is truncated");
   }
   const uint64_t extra = in.count_rest();
   if (extra > 0) {
-    invalid(path, "file has ", extra, " unexpected trailing bytes after the ", data_bytes, " data bytes of ",
-            dtype_name(descr.dtype), " ", shape_str(h.shape));
+    invalid(path, "file has ", extra, " unexpected trailing bytes after the ", data_bytes,
+            " data bytes of ", dtype_name(descr.dtype), " ", shape_str(h.shape));
   }
 
   if (descr.big_endian) byte_swap(data, elem);
@@ -594,8 +627,9 @@ Tensor read_npy(const std::string& path, std::optional<DType> as) {
 
 void write_npy(const std::string& path, const Tensor& t) {
   const int64_t numel = shape_numel(t.shape, path);
-  MMTUNE_CHECK(static_cast<uint64_t>(t.bytes.size()) == static_cast<uint64_t>(numel) * dtype_size(t.dtype),
-               describe(t) << " holds " << t.bytes.size() << " bytes");
+  MMTUNE_CHECK(
+      static_cast<uint64_t>(t.bytes.size()) == static_cast<uint64_t>(numel) * dtype_size(t.dtype),
+      describe(t) << " holds " << t.bytes.size() << " bytes");
   if (path.empty()) invalid("write_npy", "the output path is empty");
   const std::string dir = parent_dir(path);
   {
@@ -604,8 +638,8 @@ void write_npy(const std::string& path, const Tensor& t) {
       invalid(path, "cannot write the .npy file: the path is a directory");
     }
     if (::stat(dir.c_str(), &st) != 0) {
-      invalid(path, "cannot write the .npy file: folder ", quoted(dir), " does not exist (", errno_text(errno),
-              ")");
+      invalid(path, "cannot write the .npy file: folder ", quoted(dir), " does not exist (",
+              errno_text(errno), ")");
     }
     if (!S_ISDIR(st.st_mode)) {
       invalid(path, "cannot write the .npy file: ", quoted(dir), " is not a folder");
@@ -627,11 +661,12 @@ void write_npy(const std::string& path, const Tensor& t) {
       fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     } while (fd < 0 && errno == EINTR);
     if (fd < 0 && errno != EEXIST) {
-      invalid(path, "cannot write the .npy file: cannot create a file in folder ", quoted(dir), " (",
-              errno_text(errno), ")");
+      invalid(path, "cannot write the .npy file: cannot create a file in folder ", quoted(dir),
+              " (", errno_text(errno), ")");
     }
   }
-  if (fd < 0) invalid(path, "cannot write the .npy file: no unique temporary name in ", quoted(dir));
+  if (fd < 0)
+    invalid(path, "cannot write the .npy file: no unique temporary name in ", quoted(dir));
 
   auto fail = [&](const std::string& what, int err) {
     if (fd >= 0) ::close(fd);

@@ -25,8 +25,8 @@ void openblas_sgemm(int64_t m, int64_t n, int64_t k, const float* a, const float
 void onednn_sgemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
 
 // C(m x n, int32) = (A(u8) - a_zero) B(s8): the integer accumulation, no requantization.
-void onednn_gemm_u8s8s32(int64_t m, int64_t n, int64_t k, const uint8_t* a, uint8_t a_zero, const int8_t* b,
-                         int32_t* c);
+void onednn_gemm_u8s8s32(int64_t m, int64_t n, int64_t k, const uint8_t* a, uint8_t a_zero,
+                         const int8_t* b, int32_t* c);
 
 // "OpenBLAS 0.3.21 ... DYNAMIC_ARCH ...; core Cooperlake"
 std::string openblas_info();

@@ -1,9 +1,10 @@
-// Gemm float32 through mmtune's in-process JIT (strict and fma contracts) against OpenBLAS and oneDNN,
-// and QLinearMatMul u8 x s8 -> u8 against oneDNN's u8s8s32 GEMM, in the same process, per named
-// shape (benchmarks/shapes/*.txt) and thread count. Rates are Google Benchmark counters (FLOPS, OPS);
-// every float implementation's output is checked against a float64 dot product on sampled elements
-// before it is timed (mmtune's int8 rows against the reference, exactly), and a wrong result fails
-// the run. oneDNN's int8 result is only counted (`mismatches`): it is not exact on every CPU.
+// Gemm float32 through mmtune's in-process JIT (strict and fma contracts) against OpenBLAS and
+// oneDNN, and QLinearMatMul u8 x s8 -> u8 against oneDNN's u8s8s32 GEMM, in the same process, per
+// named shape (benchmarks/shapes/*.txt) and thread count. Rates are Google Benchmark counters
+// (FLOPS, OPS); every float implementation's output is checked against a float64 dot product on
+// sampled elements before it is timed (mmtune's int8 rows against the reference, exactly), and a
+// wrong result fails the run. oneDNN's int8 result is only counted (`mismatches`): it is not exact
+// on every CPU.
 //
 // Own flags (the rest are Google Benchmark's):
 //   --mm_shapes=FILE[,FILE]   shape lists (default: shapes/squares.txt and shapes/llm.txt)
@@ -25,12 +26,11 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "autotune/halide_jit.h"
 #include "autotune/halide_ops.h"
@@ -38,8 +38,8 @@
 #include "benchmarks/shape_list.h"
 #include "benchmarks/thread_usage.h"
 #include "benchmarks/tuned_params.h"
-#include "runtime/host/buffer_view.h"
 #include "reference/qlinear_matmul.h"
+#include "runtime/host/buffer_view.h"
 #include "schedules/schedule.h"
 
 namespace mmtune::bench {
@@ -50,7 +50,8 @@ using schedules::CpuMatmulParams;
 struct Options {
   std::vector<NamedShape> shapes;
   std::vector<int> threads{1, 2};
-  std::vector<std::string> impls{"mmtune_strict", "mmtune_fma", "openblas", "onednn", "mmtune_u8s8", "onednn_u8s8"};
+  std::vector<std::string> impls{"mmtune_strict", "mmtune_fma",  "openblas",
+                                 "onednn",        "mmtune_u8s8", "onednn_u8s8"};
   std::vector<CpuMatmulParams> params;  // empty: the tuned table
 };
 
@@ -140,7 +141,8 @@ bool set_threads(benchmark::State& state, const std::string& lib, int threads) {
   const int got = lib == "halide" ? t.halide : lib == "openblas" ? t.openblas : t.openmp;
   state.counters["pool_threads"] = got;
   if (got != threads) {
-    fail(state, lib + " reports " + std::to_string(got) + " threads after setting " + std::to_string(threads));
+    fail(state, lib + " reports " + std::to_string(got) + " threads after setting " +
+                    std::to_string(threads));
     return false;
   }
   return true;
@@ -154,8 +156,10 @@ bool first_time(const std::string& name) {
 
 // The rate, and how many threads of the process worked while the loop ran (should equal the
 // thread count the benchmark set).
-void set_counters(benchmark::State& state, const NamedShape& s, const std::map<int, uint64_t>& cpu_before) {
-  state.counters["FLOPS"] = benchmark::Counter(s.flops(), benchmark::Counter::kIsIterationInvariantRate);
+void set_counters(benchmark::State& state, const NamedShape& s,
+                  const std::map<int, uint64_t>& cpu_before) {
+  state.counters["FLOPS"] =
+      benchmark::Counter(s.flops(), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["busy_threads"] = busy_threads(cpu_before, thread_cpu_ns());
 }
 
@@ -207,7 +211,8 @@ void bench_mmtune(benchmark::State& state, const MmtuneCase& c) {
       jit::ErrorContext ctx;
       for (auto _ : state) {
         const int rc = kernel(ctx.get(), a, b, no_c, 1.0f, 0.0f, out);
-        if (rc != 0) return fail(state, "kernel returned " + std::to_string(rc) + ": " + ctx.message);
+        if (rc != 0)
+          return fail(state, "kernel returned " + std::to_string(rc) + ": " + ctx.message);
         benchmark::ClobberMemory();
       }
     }
@@ -217,8 +222,8 @@ void bench_mmtune(benchmark::State& state, const MmtuneCase& c) {
   set_counters(state, c.shape, cpu_before);
 }
 
-void bench_anchor(benchmark::State& state, const std::string& name, const NamedShape& s, int threads,
-                  const std::string& impl) {
+void bench_anchor(benchmark::State& state, const std::string& name, const NamedShape& s,
+                  int threads, const std::string& impl) {
   const F32Inputs& in = f32_inputs(s);
   Tensor y(DType::kFloat32, {s.m, s.n});
   std::map<int, uint64_t> cpu_before;
@@ -275,7 +280,8 @@ const U8S8Inputs& u8s8_inputs(const NamedShape& s) {
     fill_ints(b.data<int8_t>(), s.k * s.n, 4, -128, 127);
     const float a_scale = 0.02f, b_scale = 0.01f;
     // |acc| is about sqrt(K) * 74 * 74 for these ranges: map that to about 40 steps of y.
-    const float y_scale = a_scale * b_scale * 74.0f * 74.0f * static_cast<float>(std::sqrt(static_cast<double>(s.k))) / 40.0f;
+    const float y_scale = a_scale * b_scale * 74.0f * 74.0f *
+                          static_cast<float>(std::sqrt(static_cast<double>(s.k))) / 40.0f;
     in->in["a"] = std::move(a);
     in->in["b"] = std::move(b);
     in->in["a_scale"] = Tensor::from<float>(DType::kFloat32, {}, {a_scale});
@@ -289,8 +295,10 @@ const U8S8Inputs& u8s8_inputs(const NamedShape& s) {
   return *cached;
 }
 
-void set_ops(benchmark::State& state, const NamedShape& s, const std::map<int, uint64_t>& cpu_before) {
-  state.counters["OPS"] = benchmark::Counter(s.flops(), benchmark::Counter::kIsIterationInvariantRate);
+void set_ops(benchmark::State& state, const NamedShape& s,
+             const std::map<int, uint64_t>& cpu_before) {
+  state.counters["OPS"] =
+      benchmark::Counter(s.flops(), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["busy_threads"] = busy_threads(cpu_before, thread_cpu_ns());
 }
 
@@ -302,7 +310,8 @@ std::optional<std::string> check_u8s8(const U8S8Inputs& in, const Tensor& y) {
   for (int64_t first : {int64_t{0}, s.m - rows}) {
     NamedTensors sub = in.in;
     Tensor a_rows(DType::kUInt8, {rows, s.k});
-    std::memcpy(a_rows.bytes.data(), in.in.at("a").bytes.data() + first * s.k, static_cast<std::size_t>(rows * s.k));
+    std::memcpy(a_rows.bytes.data(), in.in.at("a").bytes.data() + first * s.k,
+                static_cast<std::size_t>(rows * s.k));
     sub["a"] = std::move(a_rows);
     const Tensor ref = run_reference("QLinearMatMul", sub, {});
     for (int64_t i = 0; i < rows * s.n; ++i) {
@@ -318,15 +327,15 @@ std::optional<std::string> check_u8s8(const U8S8Inputs& in, const Tensor& y) {
   return std::nullopt;
 }
 
-void bench_mmtune_u8s8(benchmark::State& state, const std::string& name, const NamedShape& s, int threads,
-                       const CpuMatmulParams& params) {
+void bench_mmtune_u8s8(benchmark::State& state, const std::string& name, const NamedShape& s,
+                       int threads, const CpuMatmulParams& params) {
   const U8S8Inputs& in = u8s8_inputs(s);
   const HalideVariant variant{schedules::Schedule(params), "host"};
   state.SetLabel(tag_of(params, true));
   std::map<int, uint64_t> cpu_before;
   try {
-    // main() made Halide's runtime exist, so the pool is sized before the first call, which compiles
-    // the kernel (outside the timed loop) and runs it.
+    // main() made Halide's runtime exist, so the pool is sized before the first call, which
+    // compiles the kernel (outside the timed loop) and runs it.
     if (!set_threads(state, "halide", threads)) return;
     Tensor y = run_halide("QLinearMatMul", in.in, {}, variant);
     if (first_time(name)) {
@@ -346,7 +355,8 @@ void bench_mmtune_u8s8(benchmark::State& state, const std::string& name, const N
 // oneDNN's u8 x s8 -> s32 GEMM with a's zero point as its offset: the integer part of the same
 // work, without the requantization. Without VNNI, oneDNN sums u8*s8 pairs in saturating int16
 // (vpmaddubsw) and is not exact; `mismatches` counts wrong sampled sums (0 = exact on these).
-void bench_onednn_u8s8(benchmark::State& state, const std::string& name, const NamedShape& s, int threads) {
+void bench_onednn_u8s8(benchmark::State& state, const std::string& name, const NamedShape& s,
+                       int threads) {
   const U8S8Inputs& in = u8s8_inputs(s);
   const uint8_t* a = in.in.at("a").data<uint8_t>();
   const int8_t* b = in.in.at("b").data<int8_t>();
@@ -366,7 +376,8 @@ void bench_onednn_u8s8(benchmark::State& state, const std::string& name, const N
         const int64_t i = static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(s.m));
         const int64_t j = static_cast<int64_t>((x >> 13) % static_cast<uint64_t>(s.n));
         int64_t want = 0;
-        for (int64_t r = 0; r < s.k; ++r) want += (int64_t{a[i * s.k + r]} - a_zero) * b[r * s.n + j];
+        for (int64_t r = 0; r < s.k; ++r)
+          want += (int64_t{a[i * s.k + r]} - a_zero) * b[r * s.n + j];
         wrong += want != c.data<int32_t>()[i * s.n + j];
       }
       mismatches[name] = wrong / 256.0;
@@ -405,41 +416,49 @@ void register_all(const Options& opt) {
           const std::string base = "qlinear_matmul_u8s8u8/";
           if (impl == "onednn_u8s8") {
             const std::string name = base + "onednn_s32" + suffix;
-            common_options(benchmark::RegisterBenchmark(
-                name.c_str(), [=](benchmark::State& st) { bench_onednn_u8s8(st, name, s, threads); }));
+            common_options(benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+              bench_onednn_u8s8(st, name, s, threads);
+            }));
             continue;
           }
           std::vector<std::pair<std::string, CpuMatmulParams>> sets;
           if (opt.params.empty()) sets.push_back({"", tuned_u8s8_params(ti, s.m, s.n, s.k)});
-          for (const CpuMatmulParams& p : opt.params) sets.push_back({"@" + tag_of(p, p.k_group > 1), p});
-          for (const auto& [tag, params] : sets) {
-            const std::string name = base + "mmtune" + tag + suffix;
-            common_options(benchmark::RegisterBenchmark(
-                name.c_str(), [=](benchmark::State& st) { bench_mmtune_u8s8(st, name, s, threads, params); }));
+          for (const CpuMatmulParams& p : opt.params)
+            sets.push_back({"@" + tag_of(p, p.k_group > 1), p});
+          for (const auto& set : sets) {
+            const std::string name = base + "mmtune" + set.first + suffix;
+            const CpuMatmulParams params = set.second;
+            common_options(benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+              bench_mmtune_u8s8(st, name, s, threads, params);
+            }));
           }
           continue;
         }
         if (impl == "openblas" || impl == "onednn") {
           const std::string name = "gemm_f32/" + impl + suffix;
-          common_options(benchmark::RegisterBenchmark(
-              name.c_str(), [=](benchmark::State& st) { bench_anchor(st, name, s, threads, impl); }));
+          common_options(benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+            bench_anchor(st, name, s, threads, impl);
+          }));
           continue;
         }
         MmtuneCase c;
         c.shape = s;
         c.threads = threads;
-        c.contract = impl.find("strict") != std::string::npos ? FloatContract::kStrict : FloatContract::kFma;
+        c.contract =
+            impl.find("strict") != std::string::npos ? FloatContract::kStrict : FloatContract::kFma;
         c.raw = impl.size() > 4 && impl.compare(impl.size() - 4, 4, "_raw") == 0;
         std::vector<std::pair<std::string, CpuMatmulParams>> sets;
-        if (opt.params.empty()) sets.push_back({"", tuned_f32_params(ti, s.m, s.n, s.k, c.contract)});
+        if (opt.params.empty())
+          sets.push_back({"", tuned_f32_params(ti, s.m, s.n, s.k, c.contract)});
         for (const CpuMatmulParams& p : opt.params) {
-          if (p.k_group == 1) sets.push_back({"@" + tag_of(p, p.k_group > 1), p});  // grouped K: integer sums only
+          if (p.k_group == 1)
+            sets.push_back({"@" + tag_of(p, p.k_group > 1), p});  // grouped K: integer sums only
         }
         for (const auto& [tag, params] : sets) {
           c.params = params;
           c.name = "gemm_f32/" + impl + tag + suffix;
-          common_options(benchmark::RegisterBenchmark(c.name.c_str(),
-                                                      [=](benchmark::State& st) { bench_mmtune(st, c); }));
+          common_options(benchmark::RegisterBenchmark(
+              c.name.c_str(), [=](benchmark::State& st) { bench_mmtune(st, c); }));
         }
       }
     }
@@ -459,7 +478,8 @@ CpuMatmulParams parse_params(const std::string& spec) {
   std::map<std::string, std::string> gp;
   for (const std::string& kv : split(spec, ',')) {
     const auto eq = kv.find('=');
-    if (eq == std::string::npos) invalid("benchmark", "--mm_params item '", kv, "' is not key=value");
+    if (eq == std::string::npos)
+      invalid("benchmark", "--mm_params item '", kv, "' is not key=value");
     gp[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   // Unknown keys are refused, naming the template's knobs.
@@ -498,12 +518,13 @@ Options parse_own_flags(int& argc, char** argv) {
       std::sort(opt.threads.begin(), opt.threads.end());  // see register_all
       opt.threads.erase(std::unique(opt.threads.begin(), opt.threads.end()), opt.threads.end());
     } else if (auto v = value("--mm_impls")) {
-      static const std::set<std::string> impls = {"mmtune_strict", "mmtune_fma", "mmtune_strict_raw",
-                                                  "mmtune_fma_raw", "openblas", "onednn", "mmtune_u8s8",
-                                                  "onednn_u8s8"};
+      static const std::set<std::string> impls = {
+          "mmtune_strict", "mmtune_fma", "mmtune_strict_raw", "mmtune_fma_raw",
+          "openblas",      "onednn",     "mmtune_u8s8",       "onednn_u8s8"};
       opt.impls = split(*v, ',');
       for (const std::string& impl : opt.impls) {
-        if (!impls.count(impl)) invalid("benchmark", "--mm_impls item '", impl, "' is not an implementation");
+        if (!impls.count(impl))
+          invalid("benchmark", "--mm_impls item '", impl, "' is not an implementation");
       }
     } else if (auto v = value("--mm_params")) {
       opt.params.push_back(parse_params(*v));
@@ -551,7 +572,8 @@ void add_context(const Options& opt) {
   benchmark::AddCustomContext("openblas", openblas_info());
   benchmark::AddCustomContext("onednn", onednn_info());
   benchmark::AddCustomContext("halide_target", host_target());
-  for (const char* var : {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "HL_NUM_THREADS"}) {
+  for (const char* var :
+       {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "HL_NUM_THREADS"}) {
     const char* v = std::getenv(var);
     benchmark::AddCustomContext(std::string("env_") + var, v ? v : "(unset)");
   }
@@ -575,7 +597,9 @@ void add_context(const Options& opt) {
 }  // namespace
 }  // namespace mmtune::bench
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_benchmarks(int argc, char** argv) {
   using namespace mmtune::bench;
   Options opt;
   try {
@@ -601,4 +625,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_benchmarks(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "mmtune_gemm_benchmark: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "mmtune_gemm_benchmark: a non-standard exception\n";
+  }
+  return 1;
 }

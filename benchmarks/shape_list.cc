@@ -26,7 +26,8 @@ std::vector<NamedShape> read_shape_list(const std::string& path) {
     std::string extra;
     if (!(words >> s.m >> s.n >> s.k) || (words >> extra) || !positive(s.m) || !positive(s.n) ||
         !positive(s.k)) {
-      invalid("shapes", path, ":", number, ": '", line, "' is not `name M N K` with positive integers");
+      invalid("shapes", path, ":", number, ": '", line,
+              "' is not `name M N K` with positive integers");
     }
     shapes.push_back(s);
   }

@@ -11,7 +11,9 @@ namespace mmtune::bench {
 struct NamedShape {
   std::string name;
   int64_t m = 0, n = 0, k = 0;
-  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  }
 };
 
 // Reads a shape list: blank lines and text after '#' are ignored; every other line is

@@ -24,7 +24,8 @@ std::map<int, uint64_t> thread_cpu_ns() {
   return out;
 }
 
-int busy_threads(const std::map<int, uint64_t>& before, const std::map<int, uint64_t>& after, double share) {
+int busy_threads(const std::map<int, uint64_t>& before, const std::map<int, uint64_t>& after,
+                 double share) {
   std::map<int, uint64_t> grew;
   uint64_t most = 0;
   for (const auto& [tid, ns] : after) {

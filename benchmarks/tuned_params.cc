@@ -1,4 +1,5 @@
-// Hand-tuned float32 Gemm parameters per shape class (docs/performance.md has the search behind them).
+// Hand-tuned float32 Gemm parameters per shape class (docs/performance.md has the search behind
+// them).
 #include "benchmarks/tuned_params.h"
 
 namespace mmtune::bench {
@@ -29,8 +30,8 @@ schedules::CpuMatmulParams make(int rows, int vectors, int k_unroll, int n_block
 // 64-column strips was the best or within noise of it for both contracts on every class but the
 // GEMV, whose B is read once: there packing only adds a copy, and the widest single-row tile
 // streams B's rows best. Only the strict contract on B-streaming shapes liked wider strips.
-schedules::CpuMatmulParams tuned_f32_params(const schedules::TargetInfo& t, int64_t m, int64_t n, int64_t k,
-                                            FloatContract contract) {
+schedules::CpuMatmulParams tuned_f32_params(const schedules::TargetInfo& t, int64_t m, int64_t n,
+                                            int64_t k, FloatContract contract) {
   const std::string cls = shape_class(m, n, k);
   if (t.vector_registers < 32) {
     // 16 registers: the tiles of tuned/x86-64-linux-avx2-fma-f16c.json (2 x 4 vectors for few
@@ -46,7 +47,8 @@ schedules::CpuMatmulParams tuned_f32_params(const schedules::TargetInfo& t, int6
 // K in groups of 4 (vpdpbusd) with B packed, which grouping needs. Two-vector tiles of 8-16 rows
 // were all within 10 % of each other at 1024^3 and far ahead of 4-vector tiles (6x4: a quarter of
 // the rate); on the LLM shapes a fixed per-call cost hides every difference (docs/performance.md).
-schedules::CpuMatmulParams tuned_u8s8_params(const schedules::TargetInfo& t, int64_t m, int64_t n, int64_t k) {
+schedules::CpuMatmulParams tuned_u8s8_params(const schedules::TargetInfo& t, int64_t m, int64_t n,
+                                             int64_t k) {
   schedules::CpuMatmulParams p;
   if (t.vector_registers < 32) {
     p = make(6, 2, 4, 256, true);  // the shipped AVX2 database's QLinearMatMul tile

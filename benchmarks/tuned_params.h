@@ -1,5 +1,6 @@
 // The CPU matmul schedule parameters the benchmarks run, per float contract and shape class: found
-// by hand on the machine docs/performance.md names (a starting point for the tuner, not its output).
+// by hand on the machine docs/performance.md names (a starting point for the tuner, not its
+// output).
 #pragma once
 
 #include <cstdint>
@@ -16,10 +17,11 @@ std::string shape_class(int64_t m, int64_t n, int64_t k);
 
 // Float32 Gemm parameters for the target's natural vector width: tuned on AVX-512 (32 registers of
 // 16 lanes); on a 16-register ISA (AVX2, SSE4.1), the shipped AVX2 database's tiles.
-schedules::CpuMatmulParams tuned_f32_params(const schedules::TargetInfo& t, int64_t m, int64_t n, int64_t k,
-                                            FloatContract contract);
+schedules::CpuMatmulParams tuned_f32_params(const schedules::TargetInfo& t, int64_t m, int64_t n,
+                                            int64_t k, FloatContract contract);
 
 // QLinearMatMul u8 x s8 parameters (int32 accumulators; K grouped for the dot products).
-schedules::CpuMatmulParams tuned_u8s8_params(const schedules::TargetInfo& t, int64_t m, int64_t n, int64_t k);
+schedules::CpuMatmulParams tuned_u8s8_params(const schedules::TargetInfo& t, int64_t m, int64_t n,
+                                             int64_t k);
 
 }  // namespace mmtune::bench

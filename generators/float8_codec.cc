@@ -19,11 +19,16 @@ struct Format {
 
 Format format_of(DType f) {
   switch (f) {
-    case DType::kFloat8E4M3FN: return {3, 7, 0x7E, false, false};
-    case DType::kFloat8E4M3FNUZ: return {3, 8, 0x7F, true, false};
-    case DType::kFloat8E5M2: return {2, 15, 0x7B, false, true};
-    case DType::kFloat8E5M2FNUZ: return {2, 16, 0x7F, true, false};
-    default: break;
+    case DType::kFloat8E4M3FN:
+      return {3, 7, 0x7E, false, false};
+    case DType::kFloat8E4M3FNUZ:
+      return {3, 8, 0x7F, true, false};
+    case DType::kFloat8E5M2:
+      return {2, 15, 0x7B, false, true};
+    case DType::kFloat8E5M2FNUZ:
+      return {2, 16, 0x7F, true, false};
+    default:
+      break;
   }
   MMTUNE_CHECK(false, "not a float8 format: " << dtype_name(f));
 }
@@ -59,7 +64,8 @@ Expr encode_float8_saturate(DType format, const Expr& x) {
   // Number of steps, rounded half to even (exact: v / step is v scaled by a power of two).
   const Expr units = cast(Int(32), strict_float(round(v / step)));
   const int implicit = 1 << f.mantissa_bits;
-  // Rounding up into the next binade gives units == 2 * implicit: that is exponent e + 1, mantissa 0.
+  // Rounding up into the next binade gives units == 2 * implicit: that is exponent e + 1, mantissa
+  // 0.
   const Expr carry = units >= 2 * implicit;
   const Expr e2 = select(carry, e + 1, e);
   const Expr u2 = select(carry, implicit, units);

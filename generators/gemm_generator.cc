@@ -17,7 +17,8 @@ class GemmGenerator : public Generator<GemmGenerator> {
   GeneratorParam<bool> trans_a{"trans_a", false};
   GeneratorParam<bool> trans_b{"trans_b", false};
   GeneratorParam<bool> has_c{"has_c", false};
-  GeneratorParam<FloatContract> contract{"contract", FloatContract::kStrict, float_contract_names()};
+  GeneratorParam<FloatContract> contract{"contract", FloatContract::kStrict,
+                                         float_contract_names()};
   schedules::ScheduleKnobs schedule_knobs;
 
   // A, B and C share the Gemm type T (set as A.type, B.type, C.type, Y.type).
@@ -51,7 +52,7 @@ class GemmGenerator : public Generator<GemmGenerator> {
 
     p_.layout = schedule_knobs.layout(get_target(), acc_);
     const bool strict_sum = effective_contract(dtype_of(t), contract) == FloatContract::kStrict;
-    build_matmul(p_, a, b, k, cast(acc_t, 0), [&](Expr sum, Expr av, Expr bv) {
+    build_matmul(p_, a, b, k, cast(acc_t, 0), [&](const Expr& sum, const Expr& av, const Expr& bv) {
       // strict: the product and the sum rounded separately. fma: left to LLVM's contraction of the
       // non-strict a*b + sum, which the variant tests must prove equal to a sequential fma chain
       // before a kernel may claim the contract.
@@ -68,16 +69,21 @@ class GemmGenerator : public Generator<GemmGenerator> {
       if (narrow) d = cast(ep_t, cast(t, d));  // d rounded to T once, then the float32 epilogue
       Expr v = strict_float(d * cast(ep_t, alpha));
       if (has_c) {
-        v = select(beta == 0.0f, v, strict_float(v + strict_float(cast(ep_t, c) * cast(ep_t, beta))));
+        v = select(beta == 0.0f, v,
+                   strict_float(v + strict_float(cast(ep_t, c) * cast(ep_t, beta))));
       }
       result = cast(t, v);
       if (!narrow) {
         // Canonical NaN (positive quiet NaN), whatever sign the hardware gave it.
-        result = select(is_nan(v), cast(t, Halide::Internal::make_const(t, std::numeric_limits<double>::quiet_NaN())), result);
+        result = select(
+            is_nan(v),
+            cast(t, Halide::Internal::make_const(t, std::numeric_limits<double>::quiet_NaN())),
+            result);
       } else {
         // Canonical NaN (0x7E00 / 0x7FC0); Halide's emulated cast keeps another pattern.
         const Expr nan_bits = t.is_bfloat() ? 0x7FC0 : 0x7E00;
-        result = reinterpret(t, select(is_nan(v), cast(UInt(16), nan_bits), reinterpret(UInt(16), result)));
+        result = reinterpret(
+            t, select(is_nan(v), cast(UInt(16), nan_bits), reinterpret(UInt(16), result)));
       }
     } else {
       const Expr acc_t_value = acc(j, i);
@@ -89,14 +95,14 @@ class GemmGenerator : public Generator<GemmGenerator> {
       // Otherwise the float64 epilogue, truncated toward zero and saturated (NaN -> 0).
       Expr f = strict_float(cast(Float(64), reinterpret(t, acc_t_value)) * cast(Float(64), alpha));
       if (has_c) {
-        f = select(use_c, strict_float(f + strict_float(cast(Float(64), c) * cast(Float(64), beta))), f);
+        f = select(use_c,
+                   strict_float(f + strict_float(cast(Float(64), c) * cast(Float(64), beta))), f);
       }
       f = trunc(f);
-      const Expr upper = Internal::make_const(Float(64), std::ldexp(1.0, t.is_int() ? t.bits() - 1 : t.bits()));
-      Expr sat = select(is_nan(f), cast(t, 0),
-                        f <= cast(Float(64), t.min()), t.min(),
-                        f >= Expr(upper), t.max(),
-                        cast(t, f));
+      const Expr upper =
+          Internal::make_const(Float(64), std::ldexp(1.0, t.is_int() ? t.bits() - 1 : t.bits()));
+      Expr sat = select(is_nan(f), cast(t, 0), f <= cast(Float(64), t.min()), t.min(),
+                        f >= Expr(upper), t.max(), cast(t, f));
       result = select(exact, reinterpret(t, wrapped), sat);
     }
     Y(j, i) = result;

@@ -16,7 +16,8 @@ namespace mmtune::gen {
 // compute whole register tiles). The accumulator starts at `zero`; `step(acc, a, b)` gives the next
 // accumulator value, applied in K order. Fills p.acc, p.r, p.packed_b and p.packed_a as p.layout
 // asks (K groups only for exact integer sums: the padding beyond K is zero in both operands).
-using MatmulStep = std::function<Halide::Expr(Halide::Expr, Halide::Expr, Halide::Expr)>;
+using MatmulStep =
+    std::function<Halide::Expr(const Halide::Expr&, const Halide::Expr&, const Halide::Expr&)>;
 void build_matmul(schedules::MatmulPipeline& p, const Halide::Func& a, const Halide::Func& b,
                   const Halide::Expr& k_extent, const Halide::Expr& zero, const MatmulStep& step);
 
@@ -25,7 +26,7 @@ Halide::Func clamped_matrix(const Halide::Func& input, const Halide::Expr& width
                             const Halide::Expr& height, bool transpose, const std::string& name);
 
 // The saturating conversion of an integral value to `t` (the references' saturate_cast).
-Halide::Expr saturate_to(const Halide::Type& t, const Halide::Expr& integral_value);
+Halide::Expr saturate_to(const Halide::Type& t, const Halide::Expr& v);
 
 // The mmtune dtype of a Halide scalar type (float8 travels as uint8).
 DType dtype_of(const Halide::Type& t);

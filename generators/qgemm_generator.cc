@@ -1,7 +1,7 @@
-// com.microsoft QGemm as a Halide generator (transposes are materialized by the host), bit-exact with
-// reference/qgemm.cc: acc = wrap32(C + sum (A - za)(B - zb_j)), output scale
-// s_j = fl32(fl32(alpha * a_scale) * b_scale_j) [/ y_scale], then float32 output fl32(fl32(acc) s_j)
-// or float32-mode requantization.
+// com.microsoft QGemm as a Halide generator (transposes are materialized by the host), bit-exact
+// with reference/qgemm.cc: acc = wrap32(C + sum (A - za)(B - zb_j)), output scale s_j =
+// fl32(fl32(alpha * a_scale) * b_scale_j) [/ y_scale], then float32 output fl32(fl32(acc) s_j) or
+// float32-mode requantization.
 #include "generators/matmul_core.h"
 #include "generators/quant_core.h"
 #include "schedules/schedule_knobs.h"
@@ -16,17 +16,17 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
   GeneratorParam<bool> has_y_scale{"has_y_scale", false};
   schedules::ScheduleKnobs schedule_knobs;
 
-  Input<Buffer<void, 2>> A{"A"};                         // (K, M): int8 or uint8
-  Input<Buffer<void, 2>> B{"B"};                         // (N, K): int8 or uint8
-  Input<Buffer<int32_t, 2>> C{"C"};                      // (N, M), broadcast with zero strides
+  Input<Buffer<void, 2>> A{"A"};     // (K, M): int8 or uint8
+  Input<Buffer<void, 2>> B{"B"};     // (N, K): int8 or uint8
+  Input<Buffer<int32_t, 2>> C{"C"};  // (N, M), broadcast with zero strides
   Input<float> a_scale{"a_scale"};
   Input<int32_t> a_zero_point{"a_zero_point"};
-  Input<Buffer<float, 1>> b_scale{"b_scale"};            // (N), per column (zero stride if per tensor)
+  Input<Buffer<float, 1>> b_scale{"b_scale"};  // (N), per column (zero stride if per tensor)
   Input<Buffer<int32_t, 1>> b_zero_point{"b_zero_point"};  // (N)
-  Input<float> y_scale{"y_scale"};                       // read only when has_y_scale
-  Input<int32_t> y_zero_point{"y_zero_point"};           // read only for a quantized output
+  Input<float> y_scale{"y_scale"};                         // read only when has_y_scale
+  Input<int32_t> y_zero_point{"y_zero_point"};             // read only for a quantized output
   Input<float> alpha{"alpha"};
-  Output<Buffer<void, 2>> Y{"Y"};                        // (N, M): float32, int8 or uint8
+  Output<Buffer<void, 2>> Y{"Y"};  // (N, M): float32, int8 or uint8
 
   void generate() {
     C.dim(0).set_stride(Expr());
@@ -34,12 +34,13 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
     b_zero_point.dim(0).set_stride(Expr());
     const Expr k = A.dim(0).extent(), m = A.dim(1).extent(), n = B.dim(0).extent();
     p_.layout = schedule_knobs.layout(get_target(), kAcc);
-    const QuantCore q =
-        build_quant_matmul(p_, clamped_matrix(A, k, m, false, "a_c"), clamped_matrix(B, n, k, false, "b_c"), k);
+    const QuantCore q = build_quant_matmul(p_, clamped_matrix(A, k, m, false, "a_c"),
+                                           clamped_matrix(B, n, k, false, "b_c"), k);
     const Var j = p_.j, i = p_.i;
     // acc = C + sum, wrapping: add in uint32.
     const Expr acc =
-        cast(Int(32), cast(UInt(32), q.accumulator(p_, a_zero_point, b_zero_point(j))) + cast(UInt(32), C(j, i)));
+        cast(Int(32), cast(UInt(32), q.accumulator(p_, a_zero_point, b_zero_point(j))) +
+                          cast(UInt(32), C(j, i)));
     Expr s = strict_float(strict_float(alpha * a_scale) * b_scale(j));
     if (has_y_scale) s = strict_float(s / y_scale);
     const Type out = Y.type();

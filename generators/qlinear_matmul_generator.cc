@@ -30,15 +30,15 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
   GeneratorParam<DType> y_format{"y_format", DType::kInt8, kFormats};
   schedules::ScheduleKnobs schedule_knobs;
 
-  Input<Buffer<void, 2>> a{"a"};                        // (K, M): int8 or uint8
-  Input<Buffer<void, 2>> b{"b"};                        // (N, K): int8 or uint8
-  Input<Buffer<float, 1>> a_scale{"a_scale"};           // (M): per row, widened exactly to float32
+  Input<Buffer<void, 2>> a{"a"};               // (K, M): int8 or uint8
+  Input<Buffer<void, 2>> b{"b"};               // (N, K): int8 or uint8
+  Input<Buffer<float, 1>> a_scale{"a_scale"};  // (M): per row, widened exactly to float32
   Input<Buffer<int32_t, 1>> a_zero_point{"a_zero_point"};  // (M)
-  Input<Buffer<float, 1>> b_scale{"b_scale"};           // (N): per column
+  Input<Buffer<float, 1>> b_scale{"b_scale"};              // (N): per column
   Input<Buffer<int32_t, 1>> b_zero_point{"b_zero_point"};  // (N)
   Input<float> y_scale{"y_scale"};
   Input<int32_t> y_zero_point{"y_zero_point"};
-  Output<Buffer<void, 2>> y{"y"};                       // (N, M): int8 or uint8
+  Output<Buffer<void, 2>> y{"y"};  // (N, M): int8 or uint8
 
   void generate() {
     const Expr k = a.dim(0).extent(), m = a.dim(1).extent(), n = b.dim(0).extent();
@@ -59,7 +59,9 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
       a64(x, yv) = cast(Float(64), decode_float8(a_format, a_c(x, yv)));
       b64(x, yv) = cast(Float(64), decode_float8(b_format, b_c(x, yv)));
       build_matmul(p_, a64, b64, k, cast(Float(64), 0),
-                   [](Expr sum, Expr av, Expr bv) { return strict_float(sum + av * bv); });
+                   [](const Expr& sum, const Expr& av, const Expr& bv) {
+                     return strict_float(sum + av * bv);
+                   });
       const Expr f = strict_float(cast(Float(32), p_.acc(j, i)) * mult);
       y(j, i) = encode_float8_saturate(y_format, f);
     } else {

@@ -7,7 +7,8 @@ namespace mmtune::gen {
 
 using namespace Halide;
 
-Expr QuantCore::accumulator(const schedules::MatmulPipeline& p, const Expr& za, const Expr& zb) const {
+Expr QuantCore::accumulator(const schedules::MatmulPipeline& p, const Expr& za,
+                            const Expr& zb) const {
   const Expr uza = cast(UInt(32), za), uzb = cast(UInt(32), zb);
   const Var& j = p.j;
   const Var& i = p.i;
@@ -16,16 +17,18 @@ Expr QuantCore::accumulator(const schedules::MatmulPipeline& p, const Expr& za, 
   return cast(Int(32), sum);  // reinterpretation of the 32 bits (two's complement)
 }
 
-QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b, const Expr& k) {
+QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b,
+                             const Expr& k) {
   QuantCore q;
   q.k = k;
   // Exact products of 8-bit values in int32, summed in int32: LLVM's add wraps mod 2^32 (Halide
-  // emits no no-overflow flags on it), as do pmaddwd/vpdpwssd/vpdpbusd; the wrap_int32 variant cases
-  // check it. (An unsigned accumulator would be wrap-safe by definition but hides the dot-product
-  // pattern from Halide's instruction selection.)
+  // emits no no-overflow flags on it), as do pmaddwd/vpdpwssd/vpdpbusd; the wrap_int32 variant
+  // cases check it. (An unsigned accumulator would be wrap-safe by definition but hides the
+  // dot-product pattern from Halide's instruction selection.)
   Var x("x"), y("y");
-  build_matmul(p, a, b, k, cast(Int(32), 0),
-               [](Expr sum, Expr av, Expr bv) { return sum + cast(Int(32), av) * cast(Int(32), bv); });
+  build_matmul(p, a, b, k, cast(Int(32), 0), [](const Expr& sum, const Expr& av, const Expr& bv) {
+    return sum + cast(Int(32), av) * cast(Int(32), bv);
+  });
   RDom r(0, k, "rs");
   q.column_sums(x) = cast(UInt(32), 0);
   q.column_sums(x) += cast(UInt(32), cast(Int(32), b(x, r)));

@@ -15,20 +15,21 @@ struct QuantCore {
   Halide::Expr k;
   // The exact int32 accumulator of p's (j, i) given the zero points (int32 Exprs of row i / column
   // j).
-  Halide::Expr accumulator(const schedules::MatmulPipeline& p, const Halide::Expr& za, const Halide::Expr& zb) const;
+  Halide::Expr accumulator(const schedules::MatmulPipeline& p, const Halide::Expr& za,
+                           const Halide::Expr& zb) const;
 };
 
 // a(k, i) and b(j, k) are the clamped 8-bit inputs (int8 or uint8). Builds the raw sum of a*b into
 // p (p.layout set) and adds the column sums (per column) and row sums (per call) to p's producers.
-QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Halide::Func& a, const Halide::Func& b,
-                             const Halide::Expr& k);
+QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Halide::Func& a,
+                             const Halide::Func& b, const Halide::Expr& k);
 
 // y = sat(RNE(fl32(fl32(acc) * m)) + zp) to `out` (int8/uint8): requant mode float32.
-Halide::Expr requantize_float32(const Halide::Expr& acc, const Halide::Expr& m, const Halide::Expr& zp,
-                                const Halide::Type& out);
+Halide::Expr requantize_float32(const Halide::Expr& acc, const Halide::Expr& m,
+                                const Halide::Expr& zp, const Halide::Type& out);
 // y = sat(RNE(fl64(fl64(acc * m) + zp))): requant mode float64.
-Halide::Expr requantize_float64(const Halide::Expr& acc, const Halide::Expr& m, const Halide::Expr& zp,
-                                const Halide::Type& out);
+Halide::Expr requantize_float64(const Halide::Expr& acc, const Halide::Expr& m,
+                                const Halide::Expr& zp, const Halide::Type& out);
 
 // Rounds a float32 to `scale_type` (float32: identity; float16 / bfloat16: RNE) and back.
 Halide::Expr round_to_scale_type(const Halide::Expr& x, const Halide::Type& scale_type);

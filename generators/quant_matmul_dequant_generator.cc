@@ -1,8 +1,9 @@
 // Huawei Ascend QuantMatmulDequant as a Halide generator, bit for bit the reference's steps
 // (reference/quant_matmul_dequant.cc, SEMANTICS.md §5.2 and §8.6, docs/semantics.md):
-//   stage 1, per row i: the x scale s_i (dynamic: fl32(max_k |fl16(x*smooth)| / 127); static: x_scale)
-//            and inv_i = fl32(1 / s_i); x_q(k, i) = sat_int8(RNE(fl32(xf * inv_i))), NaN -> 0, where
-//            xf = f32(x), times f32(smooth) in float32 when smoothing;
+//   stage 1, per row i: the x scale s_i (dynamic: fl32(max_k |fl16(x*smooth)| / 127); static:
+//   x_scale)
+//            and inv_i = fl32(1 / s_i); x_q(k, i) = sat_int8(RNE(fl32(xf * inv_i))), NaN -> 0,
+//            where xf = f32(x), times f32(smooth) in float32 when smoothing;
 //   stage 2, the exact int32 matmul of x_q and the weight + bias, wrapping mod 2^32 (x_q is held
 //            as x_q + 128 in uint8, and 128 * the weight's column sums are subtracted);
 //   stage 3, f = fl32(f32(acc) * wscale_j), then fl32(f * s_i) unless the weight scale is fused;
@@ -12,7 +13,8 @@
 // Inputs (Halide dims are (column, row)):
 //   x            float16 (m, k)
 //   weight       int8 (n, k) when transpose_weight, else (k, n)
-//   weight_scale (n,): float32, or with fused_scale the caller's int64 tensor as it is (type int64),
+//   weight_scale (n,): float32, or with fused_scale the caller's int64 tensor as it is (type
+//   int64),
 //                whose low 32 bits hold the float32 scale (CANN's GatherMask pattern 1)
 //   bias         int32 (n,)                        read only when has_bias
 //   x_scale      per_token: float32 (m,); per tensor: one value, float32, or float16 when fused
@@ -21,8 +23,8 @@
 // An absent optional input is a 1-element dummy of its type that the pipeline never reads. The
 // output's origin is (0, 0) (set by the schedule template). k must be >= 1: the host runs k = 0 as
 // k = 1 with x = 0 (same bits in every mode: x_q = 0, the row max is 0 either way).
-// Schedule: the target's template (K groups allowed: the sum is exact), with x_q and the dynamic row
-// max as per-row producers, s and inv once per call, and the weight's column sums per column.
+// Schedule: the target's template (K groups allowed: the sum is exact), with x_q and the dynamic
+// row max as per-row producers, s and inv once per call, and the weight's column sums per column.
 #include "generators/matmul_core.h"
 #include "schedules/schedule_knobs.h"
 
@@ -39,9 +41,10 @@ Expr is_nan_bits(const Expr& f32) {
 class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator> {
  public:
   GeneratorParam<bool> transpose_weight{"transpose_weight", true};
-  GeneratorParam<bool> fused_scale{"fused_scale", false};  // int64 weight scale, no x-scale multiply
-  GeneratorParam<bool> dynamic{"dynamic", true};           // no x_scale: per-row scale from the row max
-  GeneratorParam<bool> per_token{"per_token", true};       // x_scale (m,) rather than one value
+  GeneratorParam<bool> fused_scale{"fused_scale",
+                                   false};            // int64 weight scale, no x-scale multiply
+  GeneratorParam<bool> dynamic{"dynamic", true};      // no x_scale: per-row scale from the row max
+  GeneratorParam<bool> per_token{"per_token", true};  // x_scale (m,) rather than one value
   GeneratorParam<bool> has_smooth{"has_smooth", false};
   GeneratorParam<bool> has_bias{"has_bias", false};
   schedules::ScheduleKnobs schedule_knobs;
@@ -50,7 +53,8 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
   Input<Buffer<int8_t, 2>> weight{"weight"};
   Input<Buffer<void, 1>> weight_scale{"weight_scale"};  // weight_scale.type: float32 or int64
   Input<Buffer<int32_t, 1>> bias{"bias"};
-  Input<Buffer<void, 1>> x_scale{"x_scale"};  // x_scale.type: float32, or float16 (fused per tensor)
+  Input<Buffer<void, 1>> x_scale{
+      "x_scale"};  // x_scale.type: float32, or float16 (fused per tensor)
   Input<Buffer<float16_t, 1>> smooth{"smooth"};
   Output<Buffer<float16_t, 2>> y{"y"};
 
@@ -59,8 +63,8 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     _halide_user_assert(!(fused_scale && (dynamic || per_token)))
         << "a fused (int64) weight scale needs a static per-tensor x_scale";
     _halide_user_assert(weight_scale.type() == (fused_scale ? Int(64) : Float(32)))
-        << "weight_scale.type must be " << (fused_scale ? "int64" : "float32") << " with fused_scale="
-        << static_cast<bool>(fused_scale);
+        << "weight_scale.type must be " << (fused_scale ? "int64" : "float32")
+        << " with fused_scale=" << static_cast<bool>(fused_scale);
     if (!dynamic) {
       const Type want = fused_scale ? Float(16) : Float(32);
       _halide_user_assert(x_scale.type() == want) << "x_scale.type must be " << want;
@@ -89,7 +93,8 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
       // float16), widened back exactly; the row max of |t| is exact. NaN elements never win
       // (std::fmax), so the running max is never NaN.
       Expr t = cast(Float(32), x(kk, i));
-      if (has_smooth) t = strict_float(cast(Float(32), cast(Float(16), t * cast(Float(32), smooth(kk)))));
+      if (has_smooth)
+        t = strict_float(cast(Float(32), cast(Float(16), t * cast(Float(32), smooth(kk)))));
       Func abs_t("abs_t");
       abs_t(kk, i) = strict_float(abs(t));
       RDom rk(0, k, "rk");
@@ -132,9 +137,11 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
                  // Exact u8 x s8 products summed in int32, the form Halide's instruction selection
                  // maps to pmaddwd / vpdpwssd / vpdpbusd (an unsigned accumulator hides it).
                  // |(x_q + 128) * w| <= 32640, so the sum cannot overflow below K = 65793; beyond,
-                 // LLVM's add wraps mod 2^32 (Halide emits no no-overflow flags), as quant_core relies
-                 // on too; the result is taken mod 2^32 below, where the wrap is harmless.
-                 [](Expr sum, Expr av, Expr bv) { return sum + cast(Int(32), av) * cast(Int(32), bv); });
+                 // LLVM's add wraps mod 2^32 (Halide emits no no-overflow flags), as quant_core
+                 // relies on too; the result is taken mod 2^32 below, where the wrap is harmless.
+                 [](const Expr& sum, const Expr& av, const Expr& bv) {
+                   return sum + cast(Int(32), av) * cast(Int(32), bv);
+                 });
 
     // Stage 3: the epilogue.
     const Var j = p_.j, ii = p_.i;
@@ -145,9 +152,11 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     Expr f = strict_float(cast(Float(32), reinterpret(Int(32), total)) * wscale);
     if (!fused_scale) f = strict_float(f * s(ii));
     // Saturate to +-65504 before the (RNE) cast: Halide's float16 cast overflows to Inf. A clamped
-    // value that is not representable still rounds to 65504 or below, as the saturating encode does.
+    // value that is not representable still rounds to 65504 or below, as the saturating encode
+    // does.
     const Expr sat = strict_float(clamp(f, -65504.0f, 65504.0f));
-    const Expr bits = select(is_nan_bits(f), cast(UInt(16), 0x7E00), reinterpret(UInt(16), cast(Float(16), sat)));
+    const Expr bits =
+        select(is_nan_bits(f), cast(UInt(16), 0x7E00), reinterpret(UInt(16), cast(Float(16), sat)));
     y(j, ii) = reinterpret(Float(16), bits);
 
     p_.out = y;

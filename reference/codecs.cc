@@ -33,12 +33,12 @@ struct Format {
 };
 
 //                               mant bias  sign     max     inf     nan    nan±   fnuz
-constexpr Format kFloat16{10, 15, 0x8000, 0x7BFF, 0x7C00, 0x7E00, false, false};    // max 65504
-constexpr Format kBFloat16{7, 127, 0x8000, 0x7F7F, 0x7F80, 0x7FC0, false, false};   // max ~3.39e38
-constexpr Format kE4M3FN{3, 7, 0x80, 0x7E, 0, 0x7F, true, false};                   // max 448
-constexpr Format kE4M3FNUZ{3, 8, 0x80, 0x7F, 0, 0x80, false, true};                 // max 240
-constexpr Format kE5M2{2, 15, 0x80, 0x7B, 0x7C, 0x7E, true, false};                 // max 57344
-constexpr Format kE5M2FNUZ{2, 16, 0x80, 0x7F, 0, 0x80, false, true};                // max 57344
+constexpr Format kFloat16{10, 15, 0x8000, 0x7BFF, 0x7C00, 0x7E00, false, false};   // max 65504
+constexpr Format kBFloat16{7, 127, 0x8000, 0x7F7F, 0x7F80, 0x7FC0, false, false};  // max ~3.39e38
+constexpr Format kE4M3FN{3, 7, 0x80, 0x7E, 0, 0x7F, true, false};                  // max 448
+constexpr Format kE4M3FNUZ{3, 8, 0x80, 0x7F, 0, 0x80, false, true};                // max 240
+constexpr Format kE5M2{2, 15, 0x80, 0x7B, 0x7C, 0x7E, true, false};                // max 57344
+constexpr Format kE5M2FNUZ{2, 16, 0x80, 0x7F, 0, 0x80, false, true};               // max 57344
 
 const Format& float8_format(DType format) {
   switch (format) {
@@ -89,7 +89,7 @@ uint32_t round_magnitude(uint32_t abs_bits, const Format& f) {
   const int shift = 23 - f.mantissa_bits + (te - e);
   if (shift >= 32) return 0;  // sig < 2^24 < 2^(shift-1): below half a step, rounds to 0
 
-  uint32_t k = sig >> shift;                      // whole steps (truncated)
+  uint32_t k = sig >> shift;                        // whole steps (truncated)
   const uint32_t rest = sig & ((1u << shift) - 1);  // remainder, in units of 2^-shift steps
   const uint32_t half = 1u << (shift - 1);
   if (rest > half || (rest == half && (k & 1u) != 0)) ++k;  // nearest; on a tie, the even k
@@ -132,8 +132,8 @@ uint32_t encode(const Format& f, float x, bool saturate) {
 float decode(const Format& f, uint32_t pattern) {
   const bool negative = (pattern & f.sign_bit) != 0;
   const uint32_t magnitude = pattern & (f.sign_bit - 1);
-  const bool is_nan = f.fnuz ? pattern == f.sign_bit
-                             : (f.inf != 0 ? magnitude > f.inf : magnitude > f.max_finite);
+  const bool is_nan =
+      f.fnuz ? pattern == f.sign_bit : (f.inf != 0 ? magnitude > f.inf : magnitude > f.max_finite);
   if (is_nan) return bits_float(negative ? 0xFFC00000u : 0x7FC00000u);
   if (f.inf != 0 && magnitude == f.inf) return bits_float(negative ? 0xFF800000u : 0x7F800000u);
 

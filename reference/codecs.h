@@ -1,10 +1,10 @@
 // Exact codecs between float32 and the narrow float formats: float16, bfloat16 and the four float8
 // formats of ONNX (SEMANTICS.md §6). Decoding is exact; encoding rounds to nearest, ties to even.
-// Decoding a NaN pattern of any format gives the quiet float32 NaN 0x7FC00000 with the pattern's sign
-// bit (0xFFC00000 when it is set); the payload is dropped. NumPy keeps float16 payloads and ml_dtypes
-// canonicalises, so only "NaN with this sign" is common to all of them.
-// All codecs work on the float32 bit pattern with integer arithmetic: no dependence on the compiler's
-// float16 support or on FTZ/DAZ modes.
+// Decoding a NaN pattern of any format gives the quiet float32 NaN 0x7FC00000 with the pattern's
+// sign bit (0xFFC00000 when it is set); the payload is dropped. NumPy keeps float16 payloads and
+// ml_dtypes canonicalises, so only "NaN with this sign" is common to all of them. All codecs work
+// on the float32 bit pattern with integer arithmetic: no dependence on the compiler's float16
+// support or on FTZ/DAZ modes.
 #pragma once
 
 #include <cstdint>

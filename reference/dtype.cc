@@ -57,8 +57,8 @@ bool is_signed_integer(DType t) {
   return t == DType::kInt8 || t == DType::kInt16 || t == DType::kInt32 || t == DType::kInt64;
 }
 bool is_integer(DType t) {
-  return is_signed_integer(t) || t == DType::kUInt8 || t == DType::kUInt16 ||
-         t == DType::kUInt32 || t == DType::kUInt64;
+  return is_signed_integer(t) || t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 ||
+         t == DType::kUInt64;
 }
 bool is_float(DType t) { return !is_integer(t); }
 

@@ -1,5 +1,5 @@
-// Errors in two tiers: InvalidArgument for user mistakes, InternalError (via MMTUNE_CHECK) for broken
-// invariants of mmtune itself.
+// Errors in two tiers: InvalidArgument for user mistakes, InternalError (via MMTUNE_CHECK) for
+// broken invariants of mmtune itself.
 #pragma once
 
 #include <sstream>
@@ -36,11 +36,11 @@ template <class... Args>
 
 // Internal invariant: on failure names the file, line, condition and the operand values in `detail`
 // (stream syntax: MMTUNE_CHECK(k == k2, "k=" << k << " k2=" << k2)).
-#define MMTUNE_CHECK(cond, detail)                                                      \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
-      std::ostringstream mmtune_check_os_;                                              \
-      mmtune_check_os_ << detail;                                                       \
+#define MMTUNE_CHECK(cond, detail)                                                       \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      std::ostringstream mmtune_check_os_;                                               \
+      mmtune_check_os_ << detail; /* NOLINT(bugprone-macro-parentheses): a << chain */   \
       ::mmtune::throw_internal_error(__FILE__, __LINE__, #cond, mmtune_check_os_.str()); \
-    }                                                                                   \
+    }                                                                                    \
   } while (0)

@@ -45,25 +45,36 @@ Acc float_dot(const Tensor& a, const Tensor& b, const Operands& o, int64_t i, in
 // results are canonical (§8): their sign and payload would depend on the hardware's operand order.
 void store_narrow(Tensor& y, int64_t i, float v) {
   switch (y.dtype) {
-    case DType::kFloat16: y.data<uint16_t>()[i] = float_to_float16(v); break;
-    case DType::kBFloat16: y.data<uint16_t>()[i] = float_to_bfloat16(v); break;
-    case DType::kFloat32: y.data<float>()[i] = std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : v; break;
-    default: MMTUNE_CHECK(false, dtype_name(y.dtype));
+    case DType::kFloat16:
+      y.data<uint16_t>()[i] = float_to_float16(v);
+      break;
+    case DType::kBFloat16:
+      y.data<uint16_t>()[i] = float_to_bfloat16(v);
+      break;
+    case DType::kFloat32:
+      y.data<float>()[i] = std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : v;
+      break;
+    default:
+      MMTUNE_CHECK(false, dtype_name(y.dtype));
   }
 }
 
 // Rounds a float32 accumulator to T (float16/bfloat16) and back, exactly as storing it would.
 float round_to(DType t, float v) {
   switch (t) {
-    case DType::kFloat16: return float16_to_float(float_to_float16(v));
-    case DType::kBFloat16: return bfloat16_to_float(float_to_bfloat16(v));
-    default: return v;
+    case DType::kFloat16:
+      return float16_to_float(float_to_float16(v));
+    case DType::kBFloat16:
+      return bfloat16_to_float(float_to_bfloat16(v));
+    default:
+      return v;
   }
 }
 
 // Integer types: wrap-around sum, then the exact or float64 epilogue of SEMANTICS.md §8.4.
 template <class T>
-void integer_gemm(const GemmArgs& args, const Operands& o, const std::vector<int64_t>& sc, Tensor& y) {
+void integer_gemm(const GemmArgs& args, const Operands& o, const std::vector<int64_t>& sc,
+                  Tensor& y) {
   using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
   const T* a = args.a->data<T>();
   const T* b = args.b->data<T>();
@@ -105,7 +116,8 @@ void integer_gemm(const GemmArgs& args, const Operands& o, const std::vector<int
 }  // namespace
 
 const EnumNames<FloatContract>& float_contract_names() {
-  static const EnumNames<FloatContract> names = {{"strict", FloatContract::kStrict}, {"fma", FloatContract::kFma}};
+  static const EnumNames<FloatContract> names = {{"strict", FloatContract::kStrict},
+                                                 {"fma", FloatContract::kFma}};
   return names;
 }
 
@@ -150,15 +162,25 @@ Tensor gemm(const GemmArgs& args) {
   // Strides of C viewed as (M, N).
   const std::vector<int64_t> sc =
       args.c ? broadcast_strides(args.c->shape, {p.m, p.n}) : std::vector<int64_t>{0, 0};
-  // beta == 0 ignores C entirely (so its NaN/Inf do not propagate), as the reference evaluator does.
+  // beta == 0 ignores C entirely (so its NaN/Inf do not propagate), as the reference evaluator
+  // does.
   const bool use_c = args.c != nullptr && args.beta != 0.0f;
 
   switch (a.dtype) {
-    case DType::kInt32: integer_gemm<int32_t>(args, o, sc, y); return y;
-    case DType::kUInt32: integer_gemm<uint32_t>(args, o, sc, y); return y;
-    case DType::kInt64: integer_gemm<int64_t>(args, o, sc, y); return y;
-    case DType::kUInt64: integer_gemm<uint64_t>(args, o, sc, y); return y;
-    default: break;
+    case DType::kInt32:
+      integer_gemm<int32_t>(args, o, sc, y);
+      return y;
+    case DType::kUInt32:
+      integer_gemm<uint32_t>(args, o, sc, y);
+      return y;
+    case DType::kInt64:
+      integer_gemm<int64_t>(args, o, sc, y);
+      return y;
+    case DType::kUInt64:
+      integer_gemm<uint64_t>(args, o, sc, y);
+      return y;
+    default:
+      break;
   }
   for (int64_t i = 0; i < p.m; ++i) {
     for (int64_t j = 0; j < p.n; ++j) {
@@ -167,7 +189,8 @@ Tensor gemm(const GemmArgs& args) {
         // float64: sum and epilogue in float64; alpha, beta are float32 values widened exactly.
         const double d = float_dot<double>(a, b, o, i, j, args.contract);
         double v = d * static_cast<double>(args.alpha);
-        if (use_c) v = v + float_at(*args.c, i * sc[0] + j * sc[1]) * static_cast<double>(args.beta);
+        if (use_c)
+          v = v + float_at(*args.c, i * sc[0] + j * sc[1]) * static_cast<double>(args.beta);
         y.data<double>()[out] = std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : v;
       } else {
         // float16 / bfloat16 / float32: float32 sum (products of narrow floats are exact in

@@ -26,8 +26,10 @@ Shape MatMulShape::out_full() const {
 
 MatMulShape matmul_shape(const std::string& op, const std::string& a_name, const Shape& a,
                          const std::string& b_name, const Shape& b) {
-  if (a.empty()) invalid(op, a_name, " is a scalar (shape []); matrix multiplication needs rank >= 1");
-  if (b.empty()) invalid(op, b_name, " is a scalar (shape []); matrix multiplication needs rank >= 1");
+  if (a.empty())
+    invalid(op, a_name, " is a scalar (shape []); matrix multiplication needs rank >= 1");
+  if (b.empty())
+    invalid(op, b_name, " is a scalar (shape []); matrix multiplication needs rank >= 1");
   shape_numel(a, op + ": " + a_name);
   shape_numel(b, op + ": " + b_name);
   MatMulShape s;
@@ -47,7 +49,8 @@ MatMulShape matmul_shape(const std::string& op, const std::string& a_name, const
   const auto batch = broadcast_shapes(a_batch, b_batch);
   if (!batch) {
     invalid(op, "the batch dims of ", a_name, " ", shape_str(a_batch), " and ", b_name, " ",
-            shape_str(b_batch), " do not broadcast (numpy rules: aligned from the right, each pair "
+            shape_str(b_batch),
+            " do not broadcast (numpy rules: aligned from the right, each pair "
             "equal or one of them 1)");
   }
   s.batch = *batch;

@@ -8,14 +8,14 @@
 namespace mmtune {
 
 struct MatMulShape {
-  Shape batch;       // broadcast batch dims of the output
+  Shape batch;  // broadcast batch dims of the output
   int64_t m = 0, k = 0, n = 0;
   Shape a_promoted;  // a's shape with a 1-D a read as [1, K]
   Shape b_promoted;  // b's shape with a 1-D b read as [K, 1]
   Shape out;         // batch + [M] (unless a is 1-D) + [N] (unless b is 1-D)
 
-  Shape a_full() const;  // batch + [M, K]: the view the kernels iterate
-  Shape b_full() const;  // batch + [K, N]
+  Shape a_full() const;    // batch + [M, K]: the view the kernels iterate
+  Shape b_full() const;    // batch + [K, N]
   Shape out_full() const;  // batch + [M, N]
 };
 

@@ -38,11 +38,11 @@ QGemmPlan validate_qgemm(const QGemmArgs& args) {
   p.n = d.n;
   require_single_value(kOp, "a_scale", a_scale);
   require_single_value(kOp, "a_zero_point", a_zp);
-  const bool b_ok = b_scale.rank() == 0 || (b_scale.rank() == 1 && (b_scale.shape[0] == 1 ||
-                                                                     b_scale.shape[0] == p.n));
+  const bool b_ok = b_scale.rank() == 0 ||
+                    (b_scale.rank() == 1 && (b_scale.shape[0] == 1 || b_scale.shape[0] == p.n));
   if (!b_ok) {
-    invalid(kOp, "b_scale has shape ", shape_str(b_scale.shape), "; it must be a scalar, [1] or [N] = [",
-            p.n, "] (per column)");
+    invalid(kOp, "b_scale has shape ", shape_str(b_scale.shape),
+            "; it must be a scalar, [1] or [N] = [", p.n, "] (per column)");
   }
   if (b_zp.shape != b_scale.shape) {
     invalid(kOp, "b_zero_point has shape ", shape_str(b_zp.shape), " but b_scale has shape ",
@@ -77,7 +77,8 @@ QGemmPlan validate_qgemm(const QGemmArgs& args) {
   if (!std::isfinite(args.alpha)) invalid(kOp, "alpha = ", args.alpha, "; it must be finite");
   // The output scale grows with |alpha| and b_scale: the largest one bounds them all.
   float max_bs = 0;
-  for (int64_t j = 0; j < b_scale.numel(); ++j) max_bs = std::fmax(max_bs, b_scale.data<float>()[j]);
+  for (int64_t j = 0; j < b_scale.numel(); ++j)
+    max_bs = std::fmax(max_bs, b_scale.data<float>()[j]);
   float s = std::fabs(args.alpha) * a_scale.data<float>()[0] * max_bs;
   if (args.y_scale != nullptr) s = s / args.y_scale->data<float>()[0];
   if (!std::isfinite(s)) {
@@ -110,8 +111,10 @@ Tensor qgemm(const QGemmArgs& args) {
     float s = s0 * args.b_scale->data<float>()[col];
     if (ys != nullptr) s = s / ys[0];
     for (int64_t i = 0; i < p.m; ++i) {
-      // acc = wrap32(C_ij + sum_k (A_ik - za)(B_kj - zb_j)); K == 0 leaves acc = C_ij (SEMANTICS.md §8.5).
-      uint32_t acc = args.c ? static_cast<uint32_t>(args.c->data<int32_t>()[i * sc[0] + j * sc[1]]) : 0u;
+      // acc = wrap32(C_ij + sum_k (A_ik - za)(B_kj - zb_j)); K == 0 leaves acc = C_ij (SEMANTICS.md
+      // §8.5).
+      uint32_t acc =
+          args.c ? static_cast<uint32_t>(args.c->data<int32_t>()[i * sc[0] + j * sc[1]]) : 0u;
       for (int64_t k = 0; k < p.k; ++k) {
         const int64_t av = int_at(a, args.trans_a ? k * p.m + i : i * p.k + k);
         const int64_t bv = int_at(b, args.trans_b ? j * p.k + k : k * p.n + j);

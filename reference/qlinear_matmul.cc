@@ -14,8 +14,8 @@ namespace {
 constexpr const char* kOp = "QLinearMatMul";
 
 // Scale and zero point of a (per row) or b (per column): a scalar, [1], or a shape that broadcasts
-// to the operand's [..., M, 1] (a) / [..., 1, N] (b). SEMANTICS.md §1.3 (the proposal adopted there:
-// a 1-D [M] vector for a is rejected unless M == 1, since numpy would align it with K).
+// to the operand's [..., M, 1] (a) / [..., 1, N] (b). SEMANTICS.md §1.3 (the proposal adopted
+// there: a 1-D [M] vector for a is rejected unless M == 1, since numpy would align it with K).
 void check_param_shape(const std::string& name, const Tensor& p, const std::string& operand,
                        const Shape& operand_shape, const Shape& promoted, bool per_row) {
   Shape target = promoted;
@@ -35,7 +35,8 @@ bool is_positive_zero_float8(const Tensor& t, int64_t i) { return t.data<uint8_t
 }  // namespace
 
 const EnumNames<RequantMode>& requant_mode_names() {
-  static const EnumNames<RequantMode> names = {{"float32", RequantMode::kFloat32}, {"float64", RequantMode::kFloat64}};
+  static const EnumNames<RequantMode> names = {{"float32", RequantMode::kFloat32},
+                                               {"float64", RequantMode::kFloat64}};
   return names;
 }
 
@@ -61,7 +62,8 @@ float qlinear_multiplier(DType scale_type, float a_scale, float b_scale, float y
       const float p = bfloat16_to_float(float_to_bfloat16(a_scale * b_scale));
       return bfloat16_to_float(float_to_bfloat16(p / y_scale));
     }
-    default: break;
+    default:
+      break;
   }
   MMTUNE_CHECK(false, "scale type " << dtype_name(scale_type));
 }
@@ -104,9 +106,10 @@ QLinearMatMulPlan validate_qlinear_matmul(const QLinearMatMulArgs& args) {
 
   const bool f8 = is_float8(a.dtype);
   if (is_float8(b.dtype) != f8 || is_float8(y_zp.dtype) != f8) {
-    invalid(kOp, "a is ", dtype_name(a.dtype), ", b is ", dtype_name(b.dtype),
-            " and y_zero_point is ", dtype_name(y_zp.dtype),
-            "; a, b and y must be all 8-bit integers or all float8 (mixed operands are not defined)");
+    invalid(
+        kOp, "a is ", dtype_name(a.dtype), ", b is ", dtype_name(b.dtype), " and y_zero_point is ",
+        dtype_name(y_zp.dtype),
+        "; a, b and y must be all 8-bit integers or all float8 (mixed operands are not defined)");
   }
 
   QLinearMatMulPlan plan{matmul_shape(kOp, "a", a.shape, "b", b.shape), y_zp.dtype, f8};
@@ -122,7 +125,8 @@ QLinearMatMulPlan validate_qlinear_matmul(const QLinearMatMulArgs& args) {
   require_positive_finite(kOp, "y_scale", y_scale);
   if (f8) {
     for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"a_zero_point", &a_zp},
-                                  {"b_zero_point", &b_zp}, {"y_zero_point", &y_zp}}) {
+                                  {"b_zero_point", &b_zp},
+                                  {"y_zero_point", &y_zp}}) {
       for (int64_t i = 0; i < t->numel(); ++i) {
         if (!is_positive_zero_float8(*t, i)) {
           invalid(kOp, name, " holds the ", dtype_name(t->dtype), " pattern 0x", std::hex,
@@ -193,8 +197,9 @@ Tensor qlinear_matmul(const QLinearMatMulArgs& args) {
         acc += float_at(a, a0 + k * ka) * float_at(b, b0 + k * kb);
       }
       const float f = static_cast<float>(acc) * m;
-      y.data<uint8_t>()[out_i] = std::isnan(f) ? float8_canonical_nan(plan.out_dtype)
-                                               : float_to_float8(plan.out_dtype, f, /*saturate=*/true);
+      y.data<uint8_t>()[out_i] = std::isnan(f)
+                                     ? float8_canonical_nan(plan.out_dtype)
+                                     : float_to_float8(plan.out_dtype, f, /*saturate=*/true);
     } else {
       // §8.1: int32 accumulation of exact products, wrapping mod 2^32.
       const int64_t za = int_at(*args.a_zero_point, dot_index(ia, saz));

@@ -27,8 +27,10 @@ struct QLinearMatMulArgs {
   const Tensor* b_zero_point = nullptr;
   const Tensor* y_scale = nullptr;
   const Tensor* y_zero_point = nullptr;
-  int opset = 21;  // 10: int8/uint8 and float32 scales only; 21: adds float16/bfloat16 scales, float8
-  RequantMode requant = RequantMode::kFloat32;  // integer types only; float8 has its own rule (§8.2)
+  int opset =
+      21;  // 10: int8/uint8 and float32 scales only; 21: adds float16/bfloat16 scales, float8
+  RequantMode requant =
+      RequantMode::kFloat32;  // integer types only; float8 has its own rule (§8.2)
 };
 
 // Everything the computation needs once the inputs are known to be valid.

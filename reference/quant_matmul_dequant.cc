@@ -1,6 +1,7 @@
-// Ascend QuantMatmulDequant reference: the kernel's steps in order (SEMANTICS.md §5.2), each rounding
-// named. Steps: optional smooth; per-row or per-tensor x scale; quantize x by reciprocal-multiply,
-// RNE and int8 saturation; exact int32 matmul (+ bias); dequantize in float32; float16 saturating.
+// Ascend QuantMatmulDequant reference: the kernel's steps in order (SEMANTICS.md §5.2), each
+// rounding named. Steps: optional smooth; per-row or per-tensor x scale; quantize x by
+// reciprocal-multiply, RNE and int8 saturation; exact int32 matmul (+ bias); dequantize in float32;
+// float16 saturating.
 #include "reference/quant_matmul_dequant.h"
 
 #include <cmath>
@@ -27,13 +28,16 @@ float fused_scale_value(int64_t v) {
 }  // namespace
 
 const EnumNames<XQuantMode>& x_quant_mode_names() {
-  static const EnumNames<XQuantMode> names = {{"pertoken", XQuantMode::kPerToken}, {"pertensor", XQuantMode::kPerTensor}};
+  static const EnumNames<XQuantMode> names = {{"pertoken", XQuantMode::kPerToken},
+                                              {"pertensor", XQuantMode::kPerTensor}};
   return names;
 }
 
 const char* to_string(XQuantMode m) { return enum_name(x_quant_mode_names(), m); }
 
-std::optional<XQuantMode> x_quant_mode_from_string(std::string_view s) { return enum_from_name(x_quant_mode_names(), s); }
+std::optional<XQuantMode> x_quant_mode_from_string(std::string_view s) {
+  return enum_from_name(x_quant_mode_names(), s);
+}
 
 QuantMatmulDequantPlan validate_quant_matmul_dequant(const QuantMatmulDequantArgs& args) {
   const Tensor& x = require_present(kOp, "x", args.x);
@@ -50,16 +54,20 @@ QuantMatmulDequantPlan validate_quant_matmul_dequant(const QuantMatmulDequantArg
   const int64_t wk = args.transpose_weight ? w.shape[1] : w.shape[0];
   p.n = args.transpose_weight ? w.shape[0] : w.shape[1];
   if (wk != p.k) {
-    invalid(kOp, "x has shape ", shape_str(x.shape), " and weight has shape ", shape_str(w.shape),
-            args.transpose_weight ? " (transpose_weight=1: (n, k))" : " (transpose_weight=0: (k, n))",
-            ": k differs (", p.k, " vs ", wk, ")");
+    invalid(
+        kOp, "x has shape ", shape_str(x.shape), " and weight has shape ", shape_str(w.shape),
+        args.transpose_weight ? " (transpose_weight=1: (n, k))" : " (transpose_weight=0: (k, n))",
+        ": k differs (", p.k, " vs ", wk, ")");
   }
   require_rank(kOp, "weight_scale", ws, 1);
   if (ws.shape[0] != p.n) {
-    invalid(kOp, "weight_scale has shape ", shape_str(ws.shape), "; it must be (n,) = (", p.n, ",)");
+    invalid(kOp, "weight_scale has shape ", shape_str(ws.shape), "; it must be (n,) = (", p.n,
+            ",)");
   }
   if (args.x_offset != nullptr) {
-    invalid(kOp, "x_offset is given; only symmetric quantization of x is supported (x_offset must be absent)");
+    invalid(kOp,
+            "x_offset is given; only symmetric quantization of x is supported (x_offset must be "
+            "absent)");
   }
   if (args.bias != nullptr) {
     const Tensor& bias = require_present(kOp, "bias", args.bias);
@@ -72,19 +80,24 @@ QuantMatmulDequantPlan validate_quant_matmul_dequant(const QuantMatmulDequantArg
     const Tensor& sm = require_present(kOp, "smooth_scale", args.smooth_scale);
     require_dtype(kOp, "smooth_scale", sm, {DType::kFloat16});
     if (sm.shape != Shape{p.k}) {
-      invalid(kOp, "smooth_scale has shape ", shape_str(sm.shape), "; it must be (k,) = (", p.k, ",)");
+      invalid(kOp, "smooth_scale has shape ", shape_str(sm.shape), "; it must be (k,) = (", p.k,
+              ",)");
     }
   }
   p.fused_scale = ws.dtype == DType::kInt64;
   p.dynamic = args.x_scale == nullptr;
   if (p.dynamic) {
     if (args.x_quant_mode != XQuantMode::kPerToken) {
-      invalid(kOp, "x_quant_mode is pertensor but x_scale is absent; dynamic quantization (no x_scale) is "
-              "per token only");
+      invalid(
+          kOp,
+          "x_quant_mode is pertensor but x_scale is absent; dynamic quantization (no x_scale) is "
+          "per token only");
     }
     if (p.fused_scale) {
-      invalid(kOp, "weight_scale is int64 (fused scale) but x_scale is absent; a fused weight scale needs "
-              "a float16 per-tensor x_scale");
+      invalid(
+          kOp,
+          "weight_scale is int64 (fused scale) but x_scale is absent; a fused weight scale needs "
+          "a float16 per-tensor x_scale");
     }
   } else {
     const Tensor& xs = require_present(kOp, "x_scale", args.x_scale);
@@ -95,7 +108,8 @@ QuantMatmulDequantPlan validate_quant_matmul_dequant(const QuantMatmulDequantArg
                 "; with x_quant_mode=pertoken it must be (m,) = (", p.m, ",)");
       }
       if (p.fused_scale) {
-        invalid(kOp, "weight_scale is int64 (fused scale) but x_quant_mode is pertoken; a fused weight "
+        invalid(kOp,
+                "weight_scale is int64 (fused scale) but x_quant_mode is pertoken; a fused weight "
                 "scale needs x_quant_mode=pertensor");
       }
     } else {
@@ -103,7 +117,8 @@ QuantMatmulDequantPlan validate_quant_matmul_dequant(const QuantMatmulDequantArg
       if (p.fused_scale) {
         require_dtype(kOp + std::string(" (int64 weight_scale)"), "x_scale", xs, {DType::kFloat16});
       } else {
-        require_dtype(kOp + std::string(" (float32 weight_scale)"), "x_scale", xs, {DType::kFloat32});
+        require_dtype(kOp + std::string(" (float32 weight_scale)"), "x_scale", xs,
+                      {DType::kFloat32});
       }
     }
     require_positive_finite(kOp, "x_scale", xs);
@@ -112,8 +127,8 @@ QuantMatmulDequantPlan validate_quant_matmul_dequant(const QuantMatmulDequantArg
     for (int64_t j = 0; j < p.n; ++j) {
       const float f = fused_scale_value(ws.data<int64_t>()[j]);
       if (!std::isfinite(f) || !(f > 0)) {
-        invalid(kOp, "weight_scale[", j, "] = ", ws.data<int64_t>()[j],
-                " holds the float32 ", f, " in its low 32 bits; scales must be finite and > 0");
+        invalid(kOp, "weight_scale[", j, "] = ", ws.data<int64_t>()[j], " holds the float32 ", f,
+                " in its low 32 bits; scales must be finite and > 0");
       }
     }
   } else {
@@ -137,7 +152,8 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args) {
     // Steps 1-3 / static: the row's (or tensor's) x scale s and its reciprocal inv (step 5).
     float s, inv;
     if (p.dynamic) {
-      // 1: t = fl16(x * smooth) in half precision; 2: row max of |t| (exact); 3: s = fl32(max / 127).
+      // 1: t = fl16(x * smooth) in half precision; 2: row max of |t| (exact); 3: s = fl32(max /
+      // 127).
       float rowmax = 0.0f;
       for (int64_t k = 0; k < p.k; ++k) {
         float t = float16_to_float(xrow[k]);
@@ -161,7 +177,8 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args) {
       if (smooth) xf = xf * float16_to_float(smooth[k]);
       const float v = xf * inv;
       const int64_t q32 = saturate(round_half_even(v), INT32_MIN, INT32_MAX, /*nan_value=*/0);
-      xq[static_cast<std::size_t>(k)] = static_cast<int8_t>(saturate(static_cast<double>(q32), -128, 127));
+      xq[static_cast<std::size_t>(k)] =
+          static_cast<int8_t>(saturate(static_cast<double>(q32), -128, 127));
     }
     for (int64_t j = 0; j < p.n; ++j) {
       // Step 9: exact int32 sum (+ int32 bias, wrapping, before dequantization).

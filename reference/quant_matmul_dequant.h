@@ -20,7 +20,8 @@ struct QuantMatmulDequantArgs {
   const Tensor* weight = nullptr;        // int8 (n, k) if transpose_weight else (k, n)
   const Tensor* weight_scale = nullptr;  // float32 (n,) or int64 (n,) holding float32 bits (fused)
   const Tensor* bias = nullptr;          // optional int32 (n,), added to the int32 sum (wrap32)
-  const Tensor* x_scale = nullptr;       // optional: pertoken float32 (m,); pertensor float32/float16 () or (1,)
+  const Tensor* x_scale =
+      nullptr;  // optional: pertoken float32 (m,); pertensor float32/float16 () or (1,)
   const Tensor* x_offset = nullptr;      // must be absent (CANN rejects it)
   const Tensor* smooth_scale = nullptr;  // optional float16 (k,)
   XQuantMode x_quant_mode = XQuantMode::kPerToken;
@@ -29,7 +30,7 @@ struct QuantMatmulDequantArgs {
 
 struct QuantMatmulDequantPlan {
   int64_t m = 0, k = 0, n = 0;
-  bool dynamic = false;  // x_scale absent: per-row scale from the row max
+  bool dynamic = false;      // x_scale absent: per-row scale from the row max
   bool fused_scale = false;  // int64 weight_scale
 };
 

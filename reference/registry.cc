@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 
-
 namespace mmtune {
 namespace {
 
@@ -45,7 +44,8 @@ float attr_float(const OpSpec& op, const Attributes& attrs, const std::string& n
 }
 
 template <class E>
-E attr_enum(const OpSpec& op, const Attributes& attrs, const std::string& name, const EnumNames<E>& names) {
+E attr_enum(const OpSpec& op, const Attributes& attrs, const std::string& name,
+            const EnumNames<E>& names) {
   const std::string v = attr(op, attrs, name);
   const std::optional<E> e = enum_from_name(names, v);
   if (!e) invalid(op.name, "attribute ", name, "=", v, " is not one of ", enum_name_list(names));
@@ -55,11 +55,19 @@ E attr_enum(const OpSpec& op, const Attributes& attrs, const std::string& name, 
 const std::vector<OpSpec> kSpecs = {
     {"QLinearMatMul",
      "qlinear_matmul",
-     {{"a", false}, {"a_scale", false}, {"a_zero_point", false}, {"b", false}, {"b_scale", false},
-      {"b_zero_point", false}, {"y_scale", false}, {"y_zero_point", false}},
-     {{"opset", "21", "ONNX version: 10 (int8/uint8, float32 scales) or 21 (adds float16/bfloat16 "
-                      "scales and float8)"},
-      {"requant", "float32", "requantization: float32 (ONNX Runtime) or float64 (ONNX reference)"}}},
+     {{"a", false},
+      {"a_scale", false},
+      {"a_zero_point", false},
+      {"b", false},
+      {"b_scale", false},
+      {"b_zero_point", false},
+      {"y_scale", false},
+      {"y_zero_point", false}},
+     {{"opset", "21",
+       "ONNX version: 10 (int8/uint8, float32 scales) or 21 (adds float16/bfloat16 "
+       "scales and float8)"},
+      {"requant", "float32",
+       "requantization: float32 (ONNX Runtime) or float64 (ONNX reference)"}}},
     {"Gemm",
      "gemm",
      {{"A", false}, {"B", false}, {"C", true}},
@@ -70,15 +78,27 @@ const std::vector<OpSpec> kSpecs = {
       {"contract", "strict", "float K sum: strict (separate roundings) or fma"}}},
     {"QGemm",
      "qgemm",
-     {{"A", false}, {"a_scale", false}, {"a_zero_point", false}, {"B", false}, {"b_scale", false},
-      {"b_zero_point", false}, {"C", true}, {"y_scale", true}, {"y_zero_point", true}},
+     {{"A", false},
+      {"a_scale", false},
+      {"a_zero_point", false},
+      {"B", false},
+      {"b_scale", false},
+      {"b_zero_point", false},
+      {"C", true},
+      {"y_scale", true},
+      {"y_zero_point", true}},
      {{"alpha", "1.0", "float32 scalar multiplier"},
       {"transA", "0", "non-zero: A is (K, M)"},
       {"transB", "0", "non-zero: B is (N, K)"}}},
     {"QuantMatmulDequant",
      "quant_matmul_dequant",
-     {{"x", false}, {"weight", false}, {"weight_scale", false}, {"bias", true}, {"x_scale", true},
-      {"x_offset", true}, {"smooth_scale", true}},
+     {{"x", false},
+      {"weight", false},
+      {"weight_scale", false},
+      {"bias", true},
+      {"x_scale", true},
+      {"x_offset", true},
+      {"smooth_scale", true}},
      {{"x_quant_mode", "pertoken", "pertoken or pertensor"},
       {"transpose_weight", "1", "non-zero: weight is (n, k); zero: (k, n)"}}},
 };
@@ -99,7 +119,8 @@ const OpSpec& find_operator(std::string_view name) {
 void check_names(const OpSpec& op, const NamedTensors& inputs, const Attributes& attrs) {
   auto input_list = [&] {
     std::string s;
-    for (const InputSpec& i : op.inputs) s += (s.empty() ? "" : ", ") + i.name + (i.optional ? "?" : "");
+    for (const InputSpec& i : op.inputs)
+      s += (s.empty() ? "" : ", ") + i.name + (i.optional ? "?" : "");
     return s;
   };
   for (const auto& [name, t] : inputs) {

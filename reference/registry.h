@@ -28,8 +28,8 @@ struct AttrSpec {
 };
 
 struct OpSpec {
-  std::string name;   // ONNX name, e.g. "QLinearMatMul"
-  std::string alias;  // snake case, e.g. "qlinear_matmul"
+  std::string name;               // ONNX name, e.g. "QLinearMatMul"
+  std::string alias;              // snake case, e.g. "qlinear_matmul"
   std::vector<InputSpec> inputs;  // in ONNX input order
   std::vector<AttrSpec> attrs;
 };
@@ -49,7 +49,8 @@ void check_names(const OpSpec& op, const NamedTensors& inputs, const Attributes&
 QLinearMatMulArgs qlinear_matmul_args(const NamedTensors& inputs, const Attributes& attrs);
 GemmArgs gemm_args(const NamedTensors& inputs, const Attributes& attrs);
 QGemmArgs qgemm_args(const NamedTensors& inputs, const Attributes& attrs);
-QuantMatmulDequantArgs quant_matmul_dequant_args(const NamedTensors& inputs, const Attributes& attrs);
+QuantMatmulDequantArgs quant_matmul_dequant_args(const NamedTensors& inputs,
+                                                 const Attributes& attrs);
 
 // Evaluates `op` with the reference: checks names, parses attributes (InvalidArgument on a
 // malformed value), validates, computes.

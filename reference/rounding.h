@@ -28,7 +28,8 @@ inline int32_t wrap32(int64_t v) {
 // Requantization of an int32 accumulator to an 8-bit integer in [qmin, qmax] (SEMANTICS.md §8.1).
 // Mode float32 (ONNX Runtime / MLAS): y = sat(RNE_int(fl32(fl32(acc) * m)) + zp).
 inline int32_t requantize_float32(int32_t acc, float m, int32_t zp, int32_t qmin, int32_t qmax) {
-  const float f = static_cast<float>(acc) * m;  // fl32(acc) then one float32 rounding of the product
+  const float f =
+      static_cast<float>(acc) * m;  // fl32(acc) then one float32 rounding of the product
   // RNE of a float is exact in double; adding zp to an integral double is exact below 2^53, and
   // anything larger saturates either way.
   return static_cast<int32_t>(saturate(round_half_even(f) + zp, qmin, qmax));

@@ -35,25 +35,38 @@ Tensor::Tensor(DType t, Shape s) : dtype(t), shape(std::move(s)) {
 
 int64_t int_at(const Tensor& t, int64_t i) {
   switch (t.dtype) {
-    case DType::kInt8: return t.data<int8_t>()[i];
-    case DType::kUInt8: return t.data<uint8_t>()[i];
-    case DType::kInt16: return t.data<int16_t>()[i];
-    case DType::kUInt16: return t.data<uint16_t>()[i];
-    case DType::kInt32: return t.data<int32_t>()[i];
-    case DType::kUInt32: return t.data<uint32_t>()[i];
-    case DType::kInt64: return t.data<int64_t>()[i];
-    case DType::kUInt64: return static_cast<int64_t>(t.data<uint64_t>()[i]);
-    default: break;
+    case DType::kInt8:
+      return t.data<int8_t>()[i];
+    case DType::kUInt8:
+      return t.data<uint8_t>()[i];
+    case DType::kInt16:
+      return t.data<int16_t>()[i];
+    case DType::kUInt16:
+      return t.data<uint16_t>()[i];
+    case DType::kInt32:
+      return t.data<int32_t>()[i];
+    case DType::kUInt32:
+      return t.data<uint32_t>()[i];
+    case DType::kInt64:
+      return t.data<int64_t>()[i];
+    case DType::kUInt64:
+      return static_cast<int64_t>(t.data<uint64_t>()[i]);
+    default:
+      break;
   }
   MMTUNE_CHECK(false, "int_at on " << dtype_name(t.dtype));
 }
 
 double float_at(const Tensor& t, int64_t i) {
   switch (t.dtype) {
-    case DType::kFloat16: return float16_to_float(t.data<uint16_t>()[i]);
-    case DType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
-    case DType::kFloat32: return t.data<float>()[i];
-    case DType::kFloat64: return t.data<double>()[i];
+    case DType::kFloat16:
+      return float16_to_float(t.data<uint16_t>()[i]);
+    case DType::kBFloat16:
+      return bfloat16_to_float(t.data<uint16_t>()[i]);
+    case DType::kFloat32:
+      return t.data<float>()[i];
+    case DType::kFloat64:
+      return t.data<double>()[i];
     default:
       if (is_float8(t.dtype)) return float8_to_float(t.dtype, t.data<uint8_t>()[i]);
       break;
@@ -90,11 +103,20 @@ Tensor transposed(const Tensor& x) {
   const int64_t rows = x.shape[0], cols = x.shape[1];
   Tensor r(x.dtype, {cols, rows});
   switch (dtype_size(x.dtype)) {
-    case 1: transpose_into<uint8_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
-    case 2: transpose_into<uint16_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
-    case 4: transpose_into<uint32_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
-    case 8: transpose_into<uint64_t>(x.bytes.data(), r.bytes.data(), rows, cols); break;
-    default: MMTUNE_CHECK(false, "element size " << dtype_size(x.dtype));
+    case 1:
+      transpose_into<uint8_t>(x.bytes.data(), r.bytes.data(), rows, cols);
+      break;
+    case 2:
+      transpose_into<uint16_t>(x.bytes.data(), r.bytes.data(), rows, cols);
+      break;
+    case 4:
+      transpose_into<uint32_t>(x.bytes.data(), r.bytes.data(), rows, cols);
+      break;
+    case 8:
+      transpose_into<uint64_t>(x.bytes.data(), r.bytes.data(), rows, cols);
+      break;
+    default:
+      MMTUNE_CHECK(false, "element size " << dtype_size(x.dtype));
   }
   return r;
 }

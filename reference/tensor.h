@@ -1,4 +1,5 @@
-// A dense, row-major tensor that owns its bytes: what the reference, the CLI and the tests pass around.
+// A dense, row-major tensor that owns its bytes: what the reference, the CLI and the tests pass
+// around.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,8 @@ using Shape = std::vector<int64_t>;
 
 // "[2,3,4]"; "[]" for a scalar.
 std::string shape_str(const Shape& shape);
-// Product of the dims (1 for a scalar); InvalidArgument naming `what` on a negative dim or overflow.
+// Product of the dims (1 for a scalar); InvalidArgument naming `what` on a negative dim or
+// overflow.
 int64_t shape_numel(const Shape& shape, const std::string& what = "tensor");
 
 struct Tensor {

@@ -1,11 +1,11 @@
 // Input checks shared by every operator and entry point.
 #include "reference/validate.h"
 
-#include "reference/broadcast.h"
-
 #include <cmath>
 #include <sstream>
 #include <vector>
+
+#include "reference/broadcast.h"
 
 namespace mmtune {
 
@@ -51,8 +51,8 @@ void require_same_dtype(const std::string& op, const std::string& name, const Te
 
 void require_rank(const std::string& op, const std::string& name, const Tensor& t, int64_t rank) {
   if (t.rank() != rank) {
-    invalid(op, name, " has shape ", shape_str(t.shape), " (rank ", t.rank(), "); it must have rank ",
-            rank);
+    invalid(op, name, " has shape ", shape_str(t.shape), " (rank ", t.rank(),
+            "); it must have rank ", rank);
   }
 }
 
@@ -70,21 +70,23 @@ void require_positive_finite(const std::string& op, const std::string& name, con
       std::ostringstream os;
       os << name;
       if (t.rank() > 0) os << "[flat index " << i << "]";
-      invalid(op, os.str(), " = ", v, " (", dtype_name(t.dtype), "); scales must be finite and > 0");
+      invalid(op, os.str(), " = ", v, " (", dtype_name(t.dtype),
+              "); scales must be finite and > 0");
     }
   }
 }
 
-GemmDims gemm_dims(const std::string& op, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+GemmDims gemm_dims(const std::string& op, const Tensor& a, const Tensor& b, bool trans_a,
+                   bool trans_b) {
   require_rank(op, "A", a, 2);
   require_rank(op, "B", b, 2);
   const GemmDims d{trans_a ? a.shape[1] : a.shape[0], trans_a ? a.shape[0] : a.shape[1],
                    trans_b ? b.shape[0] : b.shape[1]};
   const int64_t kb = trans_b ? b.shape[1] : b.shape[0];
   if (d.k != kb) {
-    invalid(op, "A has shape ", shape_str(a.shape), trans_a ? " (transA=1)" : "", " and B has shape ",
-            shape_str(b.shape), trans_b ? " (transB=1)" : "", ": the inner dimensions differ (K=", d.k,
-            " for A, ", kb, " for B)");
+    invalid(op, "A has shape ", shape_str(a.shape), trans_a ? " (transA=1)" : "",
+            " and B has shape ", shape_str(b.shape), trans_b ? " (transB=1)" : "",
+            ": the inner dimensions differ (K=", d.k, " for A, ", kb, " for B)");
   }
   shape_numel({d.m, d.n}, op + ": output");
   return d;
@@ -92,8 +94,9 @@ GemmDims gemm_dims(const std::string& op, const Tensor& a, const Tensor& b, bool
 
 void require_broadcast_to_output(const std::string& op, const Tensor& c, int64_t m, int64_t n) {
   if (!broadcasts_to(c.shape, {m, n})) {
-    invalid(op, "C has shape ", shape_str(c.shape), "; it must broadcast unidirectionally to (M, N) = ",
-            shape_str({m, n}), ": (), (1), (N), (1, N), (M, 1) or (M, N)");
+    invalid(op, "C has shape ", shape_str(c.shape),
+            "; it must broadcast unidirectionally to (M, N) = ", shape_str({m, n}),
+            ": (), (1), (N), (1, N), (M, 1) or (M, N)");
   }
 }
 

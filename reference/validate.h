@@ -1,5 +1,5 @@
-// Input checks shared by every operator and every entry point (reference, runtime, CLI). Each throws
-// InvalidArgument with a sentence naming the operator, the input, its value and the rule.
+// Input checks shared by every operator and every entry point (reference, runtime, CLI). Each
+// throws InvalidArgument with a sentence naming the operator, the input, its value and the rule.
 #pragma once
 
 #include <initializer_list>
@@ -31,7 +31,8 @@ void require_positive_finite(const std::string& op, const std::string& name, con
 struct GemmDims {
   int64_t m, k, n;
 };
-GemmDims gemm_dims(const std::string& op, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b);
+GemmDims gemm_dims(const std::string& op, const Tensor& a, const Tensor& b, bool trans_a,
+                   bool trans_b);
 
 // C broadcasts unidirectionally to (M, N): (), (1), (N), (1, N), (M, 1) or (M, N).
 void require_broadcast_to_output(const std::string& op, const Tensor& c, int64_t m, int64_t n);

@@ -1,18 +1,17 @@
 // A schedule template's knob table: every knob declared once (name, type, default, allowed range,
 // the values the search draws, its tag in kernel names, a one-line meaning), and the faces that
-// derive from it: JSON, Halide generator parameters, range checks, random draws, the name tag and the
-// documentation. A template declares its knobs with an X-macro list (see cpu/matmul_params.h) that
-// also declares the params struct's fields, so adding a knob is one line.
+// derive from it: JSON, Halide generator parameters, range checks, random draws, the name tag and
+// the documentation. A template declares its knobs with an X-macro list (see cpu/matmul_params.h)
+// that also declares the params struct's fields, so adding a knob is one line.
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "reference/error.h"
 
@@ -39,8 +38,8 @@ struct Knob {
   TagStyle tag_style;
   int tag_omit;
   const char* meaning;
-  bool exact_only;          // changes the order of the K sum: only exact (integer) sums may leave the
-                            // default; never drawn for float sums
+  bool exact_only;  // changes the order of the K sum: only exact (integer) sums may leave the
+                    // default; never drawn for float sums
   int (*get)(const P&);
   void (*set)(P&, int);
 };
@@ -84,7 +83,8 @@ class KnobTable {
       const int v = k.get(p);
       if (v < k.min || v > k.max) {
         std::ostringstream os;
-        os << k.name << "=" << v << " is outside " << k.min << ".." << k.max << " (" << k.meaning << ")";
+        os << k.name << "=" << v << " is outside " << k.min << ".." << k.max << " (" << k.meaning
+           << ")";
         return os.str();
       }
     }
@@ -127,7 +127,8 @@ class KnobTable {
 
   // Unknown keys and values of the wrong JSON type are rejected; missing knobs keep the default.
   P from_json(const nlohmann::json& j) const {
-    if (!j.is_object()) invalid("schedule", P::kTemplate, " parameters must be a JSON object, got ", j.dump());
+    if (!j.is_object())
+      invalid("schedule", P::kTemplate, " parameters must be a JSON object, got ", j.dump());
     P p = defaults();
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& key = it.key();
@@ -141,10 +142,12 @@ class KnobTable {
       const Knob<P>* k = find(key);
       if (!k) invalid("schedule", P::kTemplate, " has no knob '", key, "' (knobs: ", names(), ")");
       if (k->type == KnobType::kBool) {
-        if (!v.is_boolean()) invalid("schedule", P::kTemplate, " knob ", key, "=", v.dump(), " is not true or false");
+        if (!v.is_boolean())
+          invalid("schedule", P::kTemplate, " knob ", key, "=", v.dump(), " is not true or false");
         k->set(p, v.get<bool>() ? 1 : 0);
       } else {
-        if (!v.is_number_integer()) invalid("schedule", P::kTemplate, " knob ", key, "=", v.dump(), " is not an integer");
+        if (!v.is_number_integer())
+          invalid("schedule", P::kTemplate, " knob ", key, "=", v.dump(), " is not an integer");
         k->set(p, v.get<int>());
       }
     }
@@ -157,7 +160,8 @@ class KnobTable {
     for (const Knob<P>& k : knobs_) {
       if (k.exact_only && !exact_sum && k.get(p) != k.default_value) {
         std::ostringstream os;
-        os << k.name << "=" << k.get(p) << " regroups the K sum, which only exact integer sums allow";
+        os << k.name << "=" << k.get(p)
+           << " regroups the K sum, which only exact integer sums allow";
         return os.str();
       }
     }
@@ -181,11 +185,14 @@ class KnobTable {
     for (const Knob<P>& k : knobs_) {
       const int v = k.get(p);
       switch (k.tag_style) {
-        case TagStyle::kNone: break;
+        case TagStyle::kNone:
+          break;
         case TagStyle::kValue:
           if (v != k.tag_omit) os << k.tag_prefix << v;
           break;
-        case TagStyle::kLanes: os << k.tag_prefix << v * lanes; break;
+        case TagStyle::kLanes:
+          os << k.tag_prefix << v * lanes;
+          break;
         case TagStyle::kFlag:
           if (v != 0) os << k.tag_prefix;
           break;
@@ -204,15 +211,19 @@ class KnobTable {
   // A Markdown table of the knobs (docs, `--help`).
   std::string markdown() const {
     std::ostringstream os;
-    os << "| knob | type | default | range | searched | tag | meaning |\n|---|---|---|---|---|---|---|\n";
+    os << "| knob | type | default | range | searched | tag | meaning "
+          "|\n|---|---|---|---|---|---|---|\n";
     for (const Knob<P>& k : knobs_) {
       os << "| `" << k.name << "` | " << (k.type == KnobType::kBool ? "bool" : "int") << " | "
          << value_text(k, k.default_value) << " | "
-         << (k.type == KnobType::kBool ? "-" : std::to_string(k.min) + ".." + std::to_string(k.max)) << " | ";
+         << (k.type == KnobType::kBool ? "-" : std::to_string(k.min) + ".." + std::to_string(k.max))
+         << " | ";
       for (std::size_t i = 0; i < k.search.size(); ++i) {
-        if (i == 0 || k.search[i] != k.search[i - 1]) os << (i ? " " : "") << value_text(k, k.search[i]);
+        if (i == 0 || k.search[i] != k.search[i - 1])
+          os << (i ? " " : "") << value_text(k, k.search[i]);
       }
-      os << " | " << tag_text(k) << " | " << k.meaning << (k.exact_only ? " (exact sums only)" : "") << " |\n";
+      os << " | " << tag_text(k) << " | " << k.meaning << (k.exact_only ? " (exact sums only)" : "")
+         << " |\n";
     }
     return os.str();
   }
@@ -226,12 +237,15 @@ class KnobTable {
   static std::string tag_text(const Knob<P>& k) {
     const std::string prefix = k.tag_prefix;
     switch (k.tag_style) {
-      case TagStyle::kNone: return "-";
+      case TagStyle::kNone:
+        return "-";
       case TagStyle::kValue:
         if (k.tag_omit < k.min) return "`" + prefix + "<" + k.name + ">`";
         return "`" + prefix + "<" + k.name + ">`, none at " + value_text(k, k.tag_omit);
-      case TagStyle::kLanes: return "`" + prefix + "<" + k.name + " x lanes>`";
-      case TagStyle::kFlag: return "`" + prefix + "` when true";
+      case TagStyle::kLanes:
+        return "`" + prefix + "<" + k.name + " x lanes>`";
+      case TagStyle::kFlag:
+        return "`" + prefix + "` when true";
     }
     return "";
   }
@@ -262,17 +276,20 @@ class KnobTable {
 //     exact sums only, meaning)
 #define MMTUNE_KNOB_UNPAREN(...) __VA_ARGS__
 #define MMTUNE_KNOB_FIELD(name, type, def, ...) type name = def;
-#define MMTUNE_KNOB_ENTRY_FOR(P, name, type, def, lo, hi, search, prefix, style, omit, exact, meaning) \
-  ::mmtune::schedules::Knob<P>{#name,                                                           \
-                               ::mmtune::schedules::knob_type_of<type>(),                       \
-                               static_cast<int>(def),                                           \
-                               lo,                                                              \
-                               hi,                                                              \
-                               {MMTUNE_KNOB_UNPAREN search},                                    \
-                               prefix,                                                          \
-                               ::mmtune::schedules::TagStyle::style,                            \
-                               omit,                                                            \
-                               meaning,                                                         \
-                               exact,                                                           \
-                               [](const P& p) { return static_cast<int>(p.name); },             \
+#define MMTUNE_KNOB_ENTRY_FOR(P, name, type, def, lo, hi, search, prefix, style, omit, exact,     \
+                              meaning)                                                            \
+  ::mmtune::schedules::Knob<P>{#name,                                                             \
+                               ::mmtune::schedules::knob_type_of<type>(),                         \
+                               static_cast<int>(def),                                             \
+                               lo,                                                                \
+                               hi,                                                                \
+                               {MMTUNE_KNOB_UNPAREN search},                                      \
+                               prefix,                                                            \
+                               ::mmtune::schedules::TagStyle::style,                              \
+                               omit,                                                              \
+                               meaning,                                                           \
+                               exact,                                                             \
+                               [](const P& p) {                                                   \
+                                 return static_cast<int>(p.name);                                 \
+                               }, /* NOLINTNEXTLINE(bugprone-macro-parentheses): a member name */ \
                                [](P& p, int v) { p.name = static_cast<type>(v); }},

@@ -1,7 +1,7 @@
 // The two facts every schedule template and every generator agree on: what kind of sum is being
-// scheduled (Accumulator), and the data layout a schedule asks the algorithm to build (MatmulLayout).
-// generate() reads only MatmulLayout from a schedule, never a template's knobs: a new template
-// changes no generator.
+// scheduled (Accumulator), and the data layout a schedule asks the algorithm to build
+// (MatmulLayout). generate() reads only MatmulLayout from a schedule, never a template's knobs: a
+// new template changes no generator.
 #pragma once
 
 namespace mmtune::schedules {
@@ -15,10 +15,11 @@ struct Accumulator {
 
 // The algorithm's data layout a schedule needs (template-independent).
 struct MatmulLayout {
-  int lanes = 1;        // vector lanes of the accumulator type
-  int panel = 1;        // columns of one packed B panel (the register tile's width)
-  bool pack_b = false;  // B copied into panels of `panel` columns that the inner loop reads in order
-  int k_group = 1;      // K consumed in groups of k_group (exact sums only; 1 = sequential)
+  int lanes = 1;  // vector lanes of the accumulator type
+  int panel = 1;  // columns of one packed B panel (the register tile's width)
+  bool pack_b =
+      false;        // B copied into panels of `panel` columns that the inner loop reads in order
+  int k_group = 1;  // K consumed in groups of k_group (exact sums only; 1 = sequential)
 };
 
 }  // namespace mmtune::schedules

@@ -1,9 +1,8 @@
 // The template seam: dispatch over Schedule::Params.
 #include "schedules/schedule.h"
 
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace mmtune::schedules {
 namespace {
@@ -27,7 +26,8 @@ Schedule::Params template_by_name(const std::string& name) {
   if (!found) {
     std::string known;
     for (const std::string& n : template_names()) known += (known.empty() ? "" : ", ") + n;
-    invalid("schedule", "template '", name, "' is not a schedule template (templates: ", known, ")");
+    invalid("schedule", "template '", name, "' is not a schedule template (templates: ", known,
+            ")");
   }
   return *found;
 }
@@ -45,8 +45,8 @@ std::optional<std::string> Schedule::validate(const TargetInfo& t, Accumulator a
       [&](const auto& p) -> std::optional<std::string> {
         using P = std::decay_t<decltype(p)>;
         if (!P::fits(t)) {
-          return std::string("template ") + P::kTemplate + " does not schedule " + t.family + " targets (" +
-                 t.target + "); it schedules " + P::kFamilies;
+          return std::string("template ") + P::kTemplate + " does not schedule " + t.family +
+                 " targets (" + t.target + "); it schedules " + P::kFamilies;
         }
         return p.validate(t, acc);
       },
@@ -68,7 +68,10 @@ Tile Schedule::tile(const TargetInfo& t, Accumulator acc) const {
 
 std::string Schedule::tag(const TargetInfo& t, Accumulator acc) const {
   return std::visit(
-      [&](const auto& p) { return std::decay_t<decltype(p)>::knobs().tag(p, p.layout(t, acc).lanes); }, params_);
+      [&](const auto& p) {
+        return std::decay_t<decltype(p)>::knobs().tag(p, p.layout(t, acc).lanes);
+      },
+      params_);
 }
 
 std::map<std::string, std::string> Schedule::generator_params() const {
@@ -96,8 +99,8 @@ Schedule Schedule::from_generator_params(const std::map<std::string, std::string
           if (P::knobs().find(key)) {
             own[key] = value;
           } else if (!value.empty()) {
-            invalid("schedule", "knob ", key, "=", value, " is not a knob of template ", P::kTemplate,
-                    " (knobs: ", P::knobs().names(), ")");
+            invalid("schedule", "knob ", key, "=", value, " is not a knob of template ",
+                    P::kTemplate, " (knobs: ", P::knobs().names(), ")");
           }
         }
         p = P::knobs().from_generator_params(own);
@@ -117,19 +120,22 @@ bool Schedule::operator==(const Schedule& o) const {
 }
 
 void to_json(nlohmann::json& j, const Schedule& s) {
-  j = std::visit([](const auto& p) { return std::decay_t<decltype(p)>::knobs().to_json(p); }, s.params());
+  j = std::visit([](const auto& p) { return std::decay_t<decltype(p)>::knobs().to_json(p); },
+                 s.params());
 }
 
 void from_json(const nlohmann::json& j, Schedule& s) {
   if (!j.is_object()) invalid("schedule", "a schedule must be a JSON object, got ", j.dump());
   std::string name = CpuMatmulParams::kTemplate;
   if (j.contains("template")) {
-    if (!j["template"].is_string()) invalid("schedule", "\"template\" must be a string, got ", j["template"].dump());
+    if (!j["template"].is_string())
+      invalid("schedule", "\"template\" must be a string, got ", j["template"].dump());
     name = j["template"].get<std::string>();
   }
   Schedule::Params p = template_by_name(name);
-  std::visit([&](auto& params) { params = std::decay_t<decltype(params)>::knobs().from_json(j); }, p);
-  s = Schedule(std::move(p));
+  std::visit([&](auto& params) { params = std::decay_t<decltype(params)>::knobs().from_json(j); },
+             p);
+  s = Schedule(p);
 }
 
 std::vector<std::string> template_names() {
@@ -154,24 +160,27 @@ std::string default_template(const TargetInfo& t) {
   for_each_template([&](auto p) {
     if (!name && decltype(p)::fits(t)) name = decltype(p)::kTemplate;
   });
-  if (!name) invalid("schedule", "no schedule template schedules ", t.family, " targets yet (", t.target, ")");
+  if (!name)
+    invalid("schedule", "no schedule template schedules ", t.family, " targets yet (", t.target,
+            ")");
   return *name;
 }
 
 Schedule default_schedule(const TargetInfo& t, Accumulator acc) {
   Schedule::Params p = template_by_name(default_template(t));
   std::visit([&](auto& params) { params = std::decay_t<decltype(params)>::defaults(t, acc); }, p);
-  return Schedule(std::move(p));
+  return Schedule(p);
 }
 
-Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulator acc, std::mt19937_64& rng) {
+Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulator acc,
+                std::mt19937_64& rng) {
   Schedule::Params p = template_by_name(template_name);
   std::visit(
       [&](auto& params) {
         using P = std::decay_t<decltype(params)>;
         if (!P::fits(t)) {
-          invalid("schedule", "template ", P::kTemplate, " does not schedule ", t.family, " targets (", t.target,
-                  "); it schedules ", P::kFamilies);
+          invalid("schedule", "template ", P::kTemplate, " does not schedule ", t.family,
+                  " targets (", t.target, "); it schedules ", P::kFamilies);
         }
         for (int attempt = 0; attempt < 10000; ++attempt) {
           P draw = P::knobs().draw(rng, acc.exact);
@@ -181,10 +190,11 @@ Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulat
             return;
           }
         }
-        MMTUNE_CHECK(false, "no valid " << P::kTemplate << " parameters in the space for " << t.target);
+        MMTUNE_CHECK(false,
+                     "no valid " << P::kTemplate << " parameters in the space for " << t.target);
       },
       p);
-  return Schedule(std::move(p));
+  return Schedule(p);
 }
 
 std::string knob_table_markdown(const std::string& template_name) {

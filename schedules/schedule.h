@@ -1,17 +1,17 @@
 // A kernel's schedule: the parameters of one schedule template, the template chosen by name
 // ("template" in JSON and in the generator parameters). This is the per-target seam: generators and
-// the tuner handle a Schedule without naming a template; each template (cpu_matmul now; ARM, HVX and
-// CUDA templates beside it) is one alternative of Schedule::Params with its own knob table and rules.
+// the tuner handle a Schedule without naming a template; each template (cpu_matmul now; ARM, HVX
+// and CUDA templates beside it) is one alternative of Schedule::Params with its own knob table and
+// rules.
 #pragma once
 
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <random>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "schedules/cpu/matmul_params.h"
 #include "schedules/matmul_layout.h"
@@ -32,7 +32,8 @@ class Schedule {
   using Params = std::variant<CpuMatmulParams>;
 
   Schedule();  // cpu_matmul with its table's defaults
-  Schedule(Params p) : params_(std::move(p)) {}  // NOLINT(google-explicit-constructor): a Schedule is its params
+  Schedule(const Params& p)
+      : params_(p) {}  // NOLINT(google-explicit-constructor): it is its params
 
   const char* template_name() const;
   const Params& params() const { return params_; }
@@ -55,8 +56,9 @@ class Schedule {
   // From generator parameters: "template" selects (empty or absent: `family_default`'s template);
   // the knobs of that template are read (empty or absent: defaults); a knob of another template
   // with a value is refused.
-  static Schedule from_generator_params(const std::map<std::string, std::string>& gp,
-                                        const std::string& default_template = CpuMatmulParams::kTemplate);
+  static Schedule from_generator_params(
+      const std::map<std::string, std::string>& gp,
+      const std::string& default_template = CpuMatmulParams::kTemplate);
 
   bool operator==(const Schedule& o) const;
   bool operator!=(const Schedule& o) const { return !(*this == o); }
@@ -83,7 +85,8 @@ Schedule default_schedule(const TargetInfo& t, Accumulator acc);
 
 // The search space: a uniform draw of valid parameters of `template_name` for `t` and `acc`
 // (rejection sampling against validate()). InvalidArgument when the template does not fit `t`.
-Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulator acc, std::mt19937_64& rng);
+Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulator acc,
+                std::mt19937_64& rng);
 
 // A Markdown table of `template_name`'s knobs (docs/naming.md, the tuner's help).
 std::string knob_table_markdown(const std::string& template_name);

@@ -23,7 +23,8 @@ Schedule ScheduleKnobs::schedule(const Halide::Target& t, Accumulator acc) const
   }
   Schedule s;
   try {
-    s = Schedule::from_generator_params(gp, template_.value().empty() ? default_template(info) : template_.value());
+    s = Schedule::from_generator_params(
+        gp, template_.value().empty() ? default_template(info) : template_.value());
   } catch (const InvalidArgument& e) {
     _halide_user_error << e.what() << "\n";
   }

@@ -26,7 +26,9 @@ class ScheduleKnobs {
   // "template" is empty). A schedule that does not fit the target or the sum is a Halide user error
   // naming the reason, raised before anything is compiled.
   Schedule schedule(const Halide::Target& t, Accumulator acc) const;
-  MatmulLayout layout(const Halide::Target& t, Accumulator acc) const { return schedule(t, acc).layout(target_info(t), acc); }
+  MatmulLayout layout(const Halide::Target& t, Accumulator acc) const {
+    return schedule(t, acc).layout(target_info(t), acc);
+  }
 
   // Schedules `p` (built for layout(t, acc)) with the template's schedule function.
   void apply(MatmulPipeline& p, const Halide::Target& t, Accumulator acc) const;

@@ -7,11 +7,11 @@
 namespace mmtune::schedules {
 
 struct TargetInfo {
-  std::string target;      // the Halide target string, e.g. "x86-64-linux-avx2-fma"
-  std::string family;      // "x86", "arm", "hexagon", "cuda"
-  int vector_bits = 128;   // widest SIMD register
+  std::string target;     // the Halide target string, e.g. "x86-64-linux-avx2-fma"
+  std::string family;     // "x86", "arm", "hexagon", "cuda"
+  int vector_bits = 128;  // widest SIMD register
   int vector_registers = 16;
-  std::string isa;         // short name for kernel names: "avx512", "avx2", "sse41", "neon", "hvx"
+  std::string isa;  // short name for kernel names: "avx512", "avx2", "sse41", "neon", "hvx"
 };
 
 // Throws InvalidArgument for a string that names no architecture mmtune targets.

@@ -1,14 +1,14 @@
-// A user's program: a float32 Gemm and a u8 QLinearMatMul through mmtune::runtime, each compared bit
-// for bit with mmtune's reference, printing the kernel that ran. Built against an installed mmtune
-// (examples/consumer/CMakeLists.txt: find_package(mmtune)); the tests build and run it.
+// A user's program: a float32 Gemm and a u8 QLinearMatMul through mmtune::runtime, each compared
+// bit for bit with mmtune's reference, printing the kernel that ran. Built against an installed
+// mmtune (examples/consumer/CMakeLists.txt: find_package(mmtune)); the tests build and run it.
 //
 //   mmtune_consumer [--require-kernels]   exit 0 when every result equals the reference (and, with
 //                                         --require-kernels, every call ran on a linked kernel)
+#include <mmtune/mmtune.h>
+
 #include <cstring>
 #include <iostream>
 #include <string>
-
-#include <mmtune/mmtune.h>
 
 namespace {
 
@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
     in["a"] = Tensor::from<uint8_t>(DType::kUInt8, {2, 4}, {208, 236, 0, 238, 3, 214, 255, 29});
     in["a_scale"] = Tensor::from<float>(DType::kFloat32, {}, {0.0066f});
     in["a_zero_point"] = Tensor::from<uint8_t>(DType::kUInt8, {}, {113});
-    in["b"] = Tensor::from<uint8_t>(DType::kUInt8, {4, 3}, {152, 51, 244, 60, 26, 255, 0, 127, 246, 127, 254, 247});
+    in["b"] = Tensor::from<uint8_t>(DType::kUInt8, {4, 3},
+                                    {152, 51, 244, 60, 26, 255, 0, 127, 246, 127, 254, 247});
     in["b_scale"] = Tensor::from<float>(DType::kFloat32, {}, {0.00705f});
     in["b_zero_point"] = Tensor::from<uint8_t>(DType::kUInt8, {}, {114});
     in["y_scale"] = Tensor::from<float>(DType::kFloat32, {}, {0.0107f});
@@ -67,7 +68,8 @@ int main(int argc, char** argv) {
     std::cout << "y =";
     for (int i = 0; i < 6; ++i) std::cout << " " << static_cast<int>(q.data<uint8_t>()[i]);
     std::cout << "\n";
-    ok &= report("QLinearMatMul", q, mmtune::run_reference("QLinearMatMul", in, {}), info, require_kernels);
+    ok &= report("QLinearMatMul", q, mmtune::run_reference("QLinearMatMul", in, {}), info,
+                 require_kernels);
   } catch (const mmtune::InvalidArgument& e) {
     std::cerr << "invalid: " << e.what() << "\n";
     return 1;

@@ -9,19 +9,32 @@ namespace mmtune {
 
 halide_type_t halide_type(DType t) {
   switch (t) {
-    case DType::kInt8: return halide_type_t(halide_type_int, 8);
-    case DType::kUInt8: return halide_type_t(halide_type_uint, 8);
-    case DType::kInt16: return halide_type_t(halide_type_int, 16);
-    case DType::kUInt16: return halide_type_t(halide_type_uint, 16);
-    case DType::kInt32: return halide_type_t(halide_type_int, 32);
-    case DType::kUInt32: return halide_type_t(halide_type_uint, 32);
-    case DType::kInt64: return halide_type_t(halide_type_int, 64);
-    case DType::kUInt64: return halide_type_t(halide_type_uint, 64);
-    case DType::kFloat16: return halide_type_t(halide_type_float, 16);
-    case DType::kBFloat16: return halide_type_t(halide_type_bfloat, 16);
-    case DType::kFloat32: return halide_type_t(halide_type_float, 32);
-    case DType::kFloat64: return halide_type_t(halide_type_float, 64);
-    default: return halide_type_t(halide_type_uint, 8);  // float8: bit patterns, decoded in the pipeline
+    case DType::kInt8:
+      return halide_type_t(halide_type_int, 8);
+    case DType::kUInt8:
+      return halide_type_t(halide_type_uint, 8);
+    case DType::kInt16:
+      return halide_type_t(halide_type_int, 16);
+    case DType::kUInt16:
+      return halide_type_t(halide_type_uint, 16);
+    case DType::kInt32:
+      return halide_type_t(halide_type_int, 32);
+    case DType::kUInt32:
+      return halide_type_t(halide_type_uint, 32);
+    case DType::kInt64:
+      return halide_type_t(halide_type_int, 64);
+    case DType::kUInt64:
+      return halide_type_t(halide_type_uint, 64);
+    case DType::kFloat16:
+      return halide_type_t(halide_type_float, 16);
+    case DType::kBFloat16:
+      return halide_type_t(halide_type_bfloat, 16);
+    case DType::kFloat32:
+      return halide_type_t(halide_type_float, 32);
+    case DType::kFloat64:
+      return halide_type_t(halide_type_float, 64);
+    default:
+      return halide_type_t(halide_type_uint, 8);  // float8: bit patterns, decoded in the pipeline
   }
 }
 
@@ -51,19 +64,22 @@ Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape) {
   std::vector<halide_dimension_t> dims(shape.size());
   for (std::size_t d = 0; d < shape.size(); ++d) {
     const std::size_t hd = shape.size() - 1 - d;
-    dims[hd] = halide_dimension_t(0, static_cast<int32_t>(shape[d]), static_cast<int32_t>(strides[d]));
+    dims[hd] =
+        halide_dimension_t(0, static_cast<int32_t>(shape[d]), static_cast<int32_t>(strides[d]));
   }
-  return Halide::Runtime::Buffer<void>(halide_type(t.dtype), host_pointer(t), static_cast<int>(dims.size()),
-                                       dims.data());
+  return Halide::Runtime::Buffer<void>(halide_type(t.dtype), host_pointer(t),
+                                       static_cast<int>(dims.size()), dims.data());
 }
 
 }  // namespace mmtune
 
 namespace mmtune {
 
-Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64_t rows, int64_t cols) {
-  halide_dimension_t dims[2] = {halide_dimension_t(0, static_cast<int32_t>(cols), 1),
-                                halide_dimension_t(0, static_cast<int32_t>(rows), static_cast<int32_t>(cols))};
+Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64_t rows,
+                                          int64_t cols) {
+  halide_dimension_t dims[2] = {
+      halide_dimension_t(0, static_cast<int32_t>(cols), 1),
+      halide_dimension_t(0, static_cast<int32_t>(rows), static_cast<int32_t>(cols))};
   return Halide::Runtime::Buffer<void>(halide_type(t.dtype), host_pointer(t, offset), 2, dims);
 }
 

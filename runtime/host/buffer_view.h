@@ -17,7 +17,9 @@ Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape);
 
 namespace mmtune {
 
-// A dense rows x cols row-major matrix starting at element `offset` of `t` (Halide dims (cols, rows)).
-Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64_t rows, int64_t cols);
+// A dense rows x cols row-major matrix starting at element `offset` of `t` (Halide dims (cols,
+// rows)).
+Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64_t rows,
+                                          int64_t cols);
 
 }  // namespace mmtune

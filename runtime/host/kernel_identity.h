@@ -30,13 +30,13 @@ std::string gp_type(DType t);
 // The identity of the kernel that evaluates each call as given (transposes, C presence and the
 // effective float contract included). Arguments must have passed validation.
 KernelIdentity gemm_identity(const GemmArgs& args);
-// int8/uint8 operands: types, scale type, requantization mode; float8: the formats (one rule). Per-row /
-// per-column parameters and batching are the host's, so they are not part of it.
+// int8/uint8 operands: types, scale type, requantization mode; float8: the formats (one rule).
+// Per-row / per-column parameters and batching are the host's, so they are not part of it.
 KernelIdentity qlinear_matmul_identity(const QLinearMatMulArgs& args);
 // Operand types, output (float32 or quantized), whether y_scale is given.
 KernelIdentity qgemm_identity(const QGemmArgs& args);
-// Weight layout, scale kinds (fused int64 weight scale; dynamic / per-token / per-tensor x scale and
-// its type), smooth and bias presence.
+// Weight layout, scale kinds (fused int64 weight scale; dynamic / per-token / per-tensor x scale
+// and its type), smooth and bias presence.
 KernelIdentity quant_matmul_dequant_identity(const QuantMatmulDequantArgs& args);
 
 }  // namespace mmtune

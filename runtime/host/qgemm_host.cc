@@ -1,8 +1,8 @@
 // QGemm's host side: transposes, parameter widening, one call.
 #include "runtime/host/qgemm_host.h"
 
-#include "runtime/host/buffer_view.h"
 #include "reference/error.h"
+#include "runtime/host/buffer_view.h"
 
 namespace mmtune {
 
@@ -34,9 +34,10 @@ Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmK
   auto y_view = view_matrix(y, 0, plan.m, plan.n);
   const float ys = args.y_scale ? args.y_scale->data<float>()[0] : 1.0f;
   const int32_t yzp = args.y_zero_point ? static_cast<int32_t>(int_at(*args.y_zero_point, 0)) : 0;
-  const int rc = call(a_view.raw_buffer(), b_view.raw_buffer(), c_view.raw_buffer(), args.a_scale->data<float>()[0],
-                      static_cast<int32_t>(int_at(*args.a_zero_point, 0)), bs_view.raw_buffer(),
-                      bz_view.raw_buffer(), ys, yzp, args.alpha, y_view.raw_buffer());
+  const int rc =
+      call(a_view.raw_buffer(), b_view.raw_buffer(), c_view.raw_buffer(),
+           args.a_scale->data<float>()[0], static_cast<int32_t>(int_at(*args.a_zero_point, 0)),
+           bs_view.raw_buffer(), bz_view.raw_buffer(), ys, yzp, args.alpha, y_view.raw_buffer());
   MMTUNE_CHECK(rc == 0, "QGemm kernel returned Halide error " << rc);
   return y;
 }

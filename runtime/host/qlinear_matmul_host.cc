@@ -1,9 +1,9 @@
 // QLinearMatMul's host side: batch walk and exact parameter widening.
 #include "runtime/host/qlinear_matmul_host.h"
 
-#include "runtime/host/buffer_view.h"
 #include "reference/broadcast.h"
 #include "reference/error.h"
+#include "runtime/host/buffer_view.h"
 
 namespace mmtune {
 
@@ -26,12 +26,16 @@ Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMu
 
   const std::size_t nb = s.batch.size();
   const Shape a_full = s.a_full(), b_full = s.b_full();
-  const auto sa = broadcast_strides(s.a_promoted, a_full), sb = broadcast_strides(s.b_promoted, b_full);
-  const auto sas = broadcast_strides(args.a_scale->shape, a_full), saz = broadcast_strides(args.a_zero_point->shape, a_full);
-  const auto sbs = broadcast_strides(args.b_scale->shape, b_full), sbz = broadcast_strides(args.b_zero_point->shape, b_full);
+  const auto sa = broadcast_strides(s.a_promoted, a_full),
+             sb = broadcast_strides(s.b_promoted, b_full);
+  const auto sas = broadcast_strides(args.a_scale->shape, a_full),
+             saz = broadcast_strides(args.a_zero_point->shape, a_full);
+  const auto sbs = broadcast_strides(args.b_scale->shape, b_full),
+             sbz = broadcast_strides(args.b_zero_point->shape, b_full);
   // Per-row / per-column parameters of one batch entry, widened exactly (float16/bfloat16 scales
   // to float32, zero points to int32).
-  Tensor as(DType::kFloat32, {s.m}), za(DType::kInt32, {s.m}), bs(DType::kFloat32, {s.n}), zb(DType::kInt32, {s.n});
+  Tensor as(DType::kFloat32, {s.m}), za(DType::kInt32, {s.m}), bs(DType::kFloat32, {s.n}),
+      zb(DType::kInt32, {s.n});
   const float ys = static_cast<float>(float_at(*args.y_scale, 0));
   const int32_t yzp = plan.float8 ? 0 : static_cast<int32_t>(int_at(*args.y_zero_point, 0));
   auto as_view = view(as, as.shape), za_view = view(za, za.shape), bs_view = view(bs, bs.shape),
@@ -47,18 +51,27 @@ Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMu
       return o;
     };
     for (int64_t i = 0; i < s.m; ++i) {
-      as.data<float>()[i] = static_cast<float>(float_at(*args.a_scale, batch_offset(sas) + i * sas[nb]));
-      za.data<int32_t>()[i] = plan.float8 ? 0 : static_cast<int32_t>(int_at(*args.a_zero_point, batch_offset(saz) + i * saz[nb]));
+      as.data<float>()[i] =
+          static_cast<float>(float_at(*args.a_scale, batch_offset(sas) + i * sas[nb]));
+      za.data<int32_t>()[i] =
+          plan.float8
+              ? 0
+              : static_cast<int32_t>(int_at(*args.a_zero_point, batch_offset(saz) + i * saz[nb]));
     }
     for (int64_t j = 0; j < s.n; ++j) {
-      bs.data<float>()[j] = static_cast<float>(float_at(*args.b_scale, batch_offset(sbs) + j * sbs[nb + 1]));
-      zb.data<int32_t>()[j] = plan.float8 ? 0 : static_cast<int32_t>(int_at(*args.b_zero_point, batch_offset(sbz) + j * sbz[nb + 1]));
+      bs.data<float>()[j] =
+          static_cast<float>(float_at(*args.b_scale, batch_offset(sbs) + j * sbs[nb + 1]));
+      zb.data<int32_t>()[j] = plan.float8
+                                  ? 0
+                                  : static_cast<int32_t>(int_at(
+                                        *args.b_zero_point, batch_offset(sbz) + j * sbz[nb + 1]));
     }
     auto a_view = view_matrix(*args.a, batch_offset(sa), s.m, s.k);
     auto b_view = view_matrix(*args.b, batch_offset(sb), s.k, s.n);
     auto y_view = view_matrix(y, out_offset, s.m, s.n);
-    const int rc = call(a_view.raw_buffer(), b_view.raw_buffer(), as_view.raw_buffer(), za_view.raw_buffer(),
-                        bs_view.raw_buffer(), zb_view.raw_buffer(), ys, yzp, y_view.raw_buffer());
+    const int rc =
+        call(a_view.raw_buffer(), b_view.raw_buffer(), as_view.raw_buffer(), za_view.raw_buffer(),
+             bs_view.raw_buffer(), zb_view.raw_buffer(), ys, yzp, y_view.raw_buffer());
     MMTUNE_CHECK(rc == 0, "QLinearMatMul kernel returned Halide error " << rc);
     out_offset += s.m * s.n;
   } while (batch.next());

@@ -20,11 +20,10 @@ namespace mmtune {
 // a_zero_point (M) int32 per row; b_scale (N) float32 and b_zero_point (N) int32 per column;
 // y (M, N) of the output type. Returns the Halide error code; a caller that can name the failure
 // better (the JIT's key, the runtime's kernel) throws itself.
-using QLinearMatMulKernelCall =
-    std::function<int(halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* a_scale,
-                      halide_buffer_t* a_zero_point, halide_buffer_t* b_scale,
-                      halide_buffer_t* b_zero_point, float y_scale, int32_t y_zero_point,
-                      halide_buffer_t* y)>;
+using QLinearMatMulKernelCall = std::function<int(
+    halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* a_scale, halide_buffer_t* a_zero_point,
+    halide_buffer_t* b_scale, halide_buffer_t* b_zero_point, float y_scale, int32_t y_zero_point,
+    halide_buffer_t* y)>;
 
 // Why a valid call (`plan` = validate_qlinear_matmul(args)) runs no kernel, or nullopt: an empty
 // output ("Y is empty"), or K = 0 (an empty sum: the reference evaluates the requantized zero; an

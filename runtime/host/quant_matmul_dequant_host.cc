@@ -1,8 +1,8 @@
 // QuantMatmulDequant's host side: views, dummies, the K = 0 rule.
 #include "runtime/host/quant_matmul_dequant_host.h"
 
-#include "runtime/host/buffer_view.h"
 #include "reference/error.h"
+#include "runtime/host/buffer_view.h"
 
 namespace mmtune {
 
@@ -11,7 +11,8 @@ std::optional<std::string> quant_matmul_dequant_no_kernel(const QuantMatmulDequa
   return std::nullopt;
 }
 
-Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args, const QuantMatmulDequantPlan& plan,
+Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args,
+                                     const QuantMatmulDequantPlan& plan,
                                      const QuantMatmulDequantKernelCall& call) {
   Tensor y(DType::kFloat16, {plan.m, plan.n});
   if (y.numel() == 0) return y;
@@ -21,8 +22,8 @@ Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args, const Q
   const Tensor no_smooth(DType::kFloat16, {1});
   // k = 0: the kernel runs as k = 1 with x = +0 (and smooth = 1), which computes the same bits in
   // every mode: x_q = 0 (0 * inv, or NaN -> 0 when inv = +Inf), so acc = bias; a dynamic row max is
-  // 0 either way. (An empty tensor has no storage, and Halide would take its null host pointer for a
-  // bounds query and compute nothing.)
+  // 0 either way. (An empty tensor has no storage, and Halide would take its null host pointer for
+  // a bounds query and compute nothing.)
   const bool k0 = plan.k == 0;
   Tensor x1, w1, smooth1;
   if (k0) {
@@ -38,12 +39,16 @@ Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args, const Q
   auto weight_scale = view(*args.weight_scale, {plan.n});
   auto bias = args.bias ? view(*args.bias, {plan.n}) : view(no_bias, {1});
   auto x_scale = plan.dynamic ? view(no_x_scale, {1})
-                 : args.x_quant_mode == XQuantMode::kPerToken ? view(*args.x_scale, {plan.m})
-                                                              : view(*args.x_scale, {1});  // () or (1,)
-  auto smooth = !args.smooth_scale ? view(no_smooth, {1}) : k0 ? view(smooth1, {1}) : view(*args.smooth_scale, {plan.k});
+                 : args.x_quant_mode == XQuantMode::kPerToken
+                     ? view(*args.x_scale, {plan.m})
+                     : view(*args.x_scale, {1});  // () or (1,)
+  auto smooth = !args.smooth_scale ? view(no_smooth, {1})
+                : k0               ? view(smooth1, {1})
+                                   : view(*args.smooth_scale, {plan.k});
   auto out = view(y, y.shape);
-  const int rc = call(x.raw_buffer(), weight.raw_buffer(), weight_scale.raw_buffer(), bias.raw_buffer(),
-                      x_scale.raw_buffer(), smooth.raw_buffer(), out.raw_buffer());
+  const int rc =
+      call(x.raw_buffer(), weight.raw_buffer(), weight_scale.raw_buffer(), bias.raw_buffer(),
+           x_scale.raw_buffer(), smooth.raw_buffer(), out.raw_buffer());
   MMTUNE_CHECK(rc == 0, "QuantMatmulDequant kernel returned Halide error " << rc);
   return y;
 }

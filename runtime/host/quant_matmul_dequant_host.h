@@ -1,8 +1,8 @@
 // QuantMatmulDequant's host side, shared by the runtime's AOT kernels
-// (runtime/src/quant_matmul_dequant.cc) and the JIT path (autotune/halide_quant_matmul_dequant.cc): the views the generator
-// takes (absent optional inputs as 1-element dummies it never reads, a per-tensor x_scale of rank 0
-// or 1) and K = 0 run as K = 1 with x = +0 (same bits). No libHalide: only Halide's runtime buffer
-// types.
+// (runtime/src/quant_matmul_dequant.cc) and the JIT path (autotune/halide_quant_matmul_dequant.cc):
+// the views the generator takes (absent optional inputs as 1-element dummies it never reads, a
+// per-tensor x_scale of rank 0 or 1) and K = 0 run as K = 1 with x = +0 (same bits). No libHalide:
+// only Halide's runtime buffer types.
 #pragma once
 
 #include <functional>
@@ -18,10 +18,9 @@ namespace mmtune {
 // adds its user context): x (M, K) float16, weight (N, K) or (K, N) int8, weight_scale (N), bias
 // (N) int32, x_scale ((M) per token, else 1 element), smooth (K) float16, y (M, N) float16. Returns
 // the Halide error code; a caller that can name the failure better throws itself.
-using QuantMatmulDequantKernelCall =
-    std::function<int(halide_buffer_t* x, halide_buffer_t* weight, halide_buffer_t* weight_scale,
-                      halide_buffer_t* bias, halide_buffer_t* x_scale, halide_buffer_t* smooth,
-                      halide_buffer_t* y)>;
+using QuantMatmulDequantKernelCall = std::function<int(
+    halide_buffer_t* x, halide_buffer_t* weight, halide_buffer_t* weight_scale,
+    halide_buffer_t* bias, halide_buffer_t* x_scale, halide_buffer_t* smooth, halide_buffer_t* y)>;
 
 // Why a valid call runs no kernel, or nullopt: an empty output only (K = 0 runs the kernel as
 // K = 1 over a zero x, which computes the same bits in every mode).
@@ -29,7 +28,8 @@ std::optional<std::string> quant_matmul_dequant_no_kernel(const QuantMatmulDequa
 
 // Y of a valid call (`plan` = validate_quant_matmul_dequant(args)) through `call`, bit for bit the
 // reference's; when quant_matmul_dequant_no_kernel(plan) says so, without calling it.
-Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args, const QuantMatmulDequantPlan& plan,
+Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args,
+                                     const QuantMatmulDequantPlan& plan,
                                      const QuantMatmulDequantKernelCall& call);
 
 }  // namespace mmtune

@@ -7,13 +7,16 @@
 namespace mmtune {
 
 int set_num_threads(int n) {
-  if (n < 0) invalid("mmtune::set_num_threads", "n=", n, " is negative; expected 0 (default) or a thread count");
+  if (n < 0)
+    invalid("mmtune::set_num_threads", "n=", n,
+            " is negative; expected 0 (default) or a thread count");
   return halide_set_num_threads(n);
 }
 
 namespace runtime {
 
-Tensor run(std::string_view op_name, const NamedTensors& in, const Attributes& attrs, DispatchInfo* info) {
+Tensor run(std::string_view op_name, const NamedTensors& in, const Attributes& attrs,
+           DispatchInfo* info) {
   const std::string op = find_operator(op_name).name;
   if (op == "QLinearMatMul") return qlinear_matmul(qlinear_matmul_args(in, attrs), info);
   if (op == "Gemm") return gemm(gemm_args(in, attrs), info);

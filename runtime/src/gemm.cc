@@ -34,9 +34,10 @@ Tensor gemm(const GemmArgs& args, DispatchInfo* info) {
     canon.beta = 0.0f;
   }
 
-  const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, t}, {{plan.k, plan.n}, t},
-                                            {canon.c->shape, t}, {{plan.m, plan.n}, t}};
-  const KernelEntry* kernel = choose_kernel(gemm_identity(canon), plan.m, plan.n, plan.k, buffers, out);
+  const std::vector<BufferShape> buffers = {
+      {{plan.m, plan.k}, t}, {{plan.k, plan.n}, t}, {canon.c->shape, t}, {{plan.m, plan.n}, t}};
+  const KernelEntry* kernel =
+      choose_kernel(gemm_identity(canon), plan.m, plan.n, plan.k, buffers, out);
   if (!kernel) return mmtune::gemm(args);
 
   Tensor a_t, b_t;

@@ -71,7 +71,8 @@ void KernelCall::append(const char* message) {
   // Under the routing lock: pool threads may report concurrently.
   if (!message_.empty()) message_ += "; ";
   message_ += message;
-  while (!message_.empty() && (message_.back() == '\n' || message_.back() == ' ')) message_.pop_back();
+  while (!message_.empty() && (message_.back() == '\n' || message_.back() == ' '))
+    message_.pop_back();
 }
 
 void KernelCall::check(int rc) const {
@@ -93,7 +94,8 @@ namespace {
 struct X86Features {
   bool sse41 = false, avx = false, avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512cd = false, avx512bw = false, avx512dq = false, avx512vl = false;
-  bool avx512ifma = false, avx512vbmi = false, avx512vnni = false, avx512bf16 = false, avxvnni = false;
+  bool avx512ifma = false, avx512vbmi = false, avx512vnni = false, avx512bf16 = false,
+       avxvnni = false;
 };
 
 X86Features detect_x86() {
@@ -108,8 +110,8 @@ X86Features detect_x86() {
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
   }
-  const bool ymm = (xcr0 & 0x6) == 0x6;     // the OS saves SSE and AVX state
-  const bool zmm = (xcr0 & 0xE6) == 0xE6;   // ... and the AVX-512 state
+  const bool ymm = (xcr0 & 0x6) == 0x6;    // the OS saves SSE and AVX state
+  const bool zmm = (xcr0 & 0xE6) == 0xE6;  // ... and the AVX-512 state
   f.avx = ymm && (c & (1u << 28));
   f.fma = f.avx && (c & (1u << 12));
   f.f16c = f.avx && (c & (1u << 29));
@@ -134,12 +136,29 @@ X86Features detect_x86() {
 
 // Halide target features that do not name instructions.
 bool is_code_generation_feature(const std::string& f) {
-  static const std::set<std::string> kFeatures = {
-      "user_context", "no_asserts",     "no_bounds_query", "no_runtime", "large_buffers",
-      "strict_float", "profile",        "debug",           "jit",        "trace_loads",
-      "trace_stores", "trace_realizations", "trace_pipeline", "embed_bitcode",
-      "enable_llvm_loop_opt", "disable_llvm_loop_opt", "c_plus_plus_name_mangling",
-      "profile_by_timer", "tsan", "asan", "msan", "sanitizer_coverage", "semihosting"};
+  static const std::set<std::string> kFeatures = {"user_context",
+                                                  "no_asserts",
+                                                  "no_bounds_query",
+                                                  "no_runtime",
+                                                  "large_buffers",
+                                                  "strict_float",
+                                                  "profile",
+                                                  "debug",
+                                                  "jit",
+                                                  "trace_loads",
+                                                  "trace_stores",
+                                                  "trace_realizations",
+                                                  "trace_pipeline",
+                                                  "embed_bitcode",
+                                                  "enable_llvm_loop_opt",
+                                                  "disable_llvm_loop_opt",
+                                                  "c_plus_plus_name_mangling",
+                                                  "profile_by_timer",
+                                                  "tsan",
+                                                  "asan",
+                                                  "msan",
+                                                  "sanitizer_coverage",
+                                                  "semihosting"};
   return kFeatures.count(f) > 0;
 }
 
@@ -150,7 +169,8 @@ std::optional<std::string> compute_cannot_run(const std::string& target) {
   for (std::string p; std::getline(ss, p, '-');) parts.push_back(p);
   if (parts.size() < 3) return "target '" + target + "' is not arch-bits-os[-features]";
 #if defined(__x86_64__)
-  if (parts[0] != "x86" || parts[1] != "64") return "the kernels are for " + target + ", this is an x86-64 CPU";
+  if (parts[0] != "x86" || parts[1] != "64")
+    return "the kernels are for " + target + ", this is an x86-64 CPU";
   const X86Features f = detect_x86();
   const bool skylake = f.avx512f && f.avx512cd && f.avx512bw && f.avx512dq && f.avx512vl;
   const std::map<std::string, bool> known = {
@@ -162,14 +182,15 @@ std::optional<std::string> compute_cannot_run(const std::string& target) {
       {"avx512", f.avx512f && f.avx512cd},
       {"avx512_skylake", skylake},
       {"avx512_cannonlake", skylake && f.avx512ifma && f.avx512vbmi},
-      {"avx512_sapphirerapids", skylake && f.avx512ifma && f.avx512vbmi && f.avx512vnni &&
-                                    f.avx512bf16 && f.avxvnni},
+      {"avx512_sapphirerapids",
+       skylake && f.avx512ifma && f.avx512vbmi && f.avx512vnni && f.avx512bf16 && f.avxvnni},
       {"avxvnni", f.avxvnni},
   };
   for (std::size_t i = 3; i < parts.size(); ++i) {
     if (is_code_generation_feature(parts[i])) continue;
     auto it = known.find(parts[i]);
-    if (it == known.end()) return "mmtune cannot confirm that this CPU has " + parts[i] + " (target " + target + ")";
+    if (it == known.end())
+      return "mmtune cannot confirm that this CPU has " + parts[i] + " (target " + target + ")";
     if (!it->second) return "this CPU lacks " + parts[i] + " (target " + target + ")";
   }
   return std::nullopt;

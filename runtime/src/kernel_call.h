@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "runtime/host/kernel_identity.h"
 #include "mmtune/mmtune.h"
 #include "reference/tensor.h"
+#include "runtime/host/kernel_identity.h"
 #include "runtime/src/kernel_table.h"
 
 namespace mmtune::runtime {
@@ -45,8 +45,8 @@ struct BufferShape {
   DType dtype;
 };
 
-// Whether a dense tensor of `shape` and `t` fits the kernels' 32-bit Halide buffers (each extent and
-// the byte size below 2^31).
+// Whether a dense tensor of `shape` and `t` fits the kernels' 32-bit Halide buffers (each extent
+// and the byte size below 2^31).
 bool fits_halide_buffer(const Shape& shape, DType t);
 
 // The kernel that computes `id` for an (m, n, k) product, after the checks every operator shares

@@ -24,7 +24,8 @@ double range_distance(int64_t x, int64_t lo, int64_t hi) {
 void append_range(std::ostringstream& os, const char* dim, int64_t lo, int64_t hi) {
   if (lo == 0 && hi < 0) return;
   if (os.tellp() > 0) os << " ";
-  os << dim << " " << (lo > 0 ? std::to_string(lo) : "") << ".." << (hi >= 0 ? std::to_string(hi) : "");
+  os << dim << " " << (lo > 0 ? std::to_string(lo) : "") << ".."
+     << (hi >= 0 ? std::to_string(hi) : "");
 }
 
 }  // namespace

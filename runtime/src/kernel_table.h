@@ -19,14 +19,15 @@ namespace mmtune::runtime {
 // qlinear_matmul.cc).
 using GemmKernelFn = int (*)(const void* user_context, halide_buffer_t* A, halide_buffer_t* B,
                              halide_buffer_t* C, float alpha, float beta, halide_buffer_t* Y);
-using QLinearMatMulKernelFn = int (*)(const void* user_context, halide_buffer_t* a, halide_buffer_t* b,
-                                      halide_buffer_t* a_scale, halide_buffer_t* a_zero_point,
-                                      halide_buffer_t* b_scale, halide_buffer_t* b_zero_point,
-                                      float y_scale, int32_t y_zero_point, halide_buffer_t* y);
+using QLinearMatMulKernelFn = int (*)(const void* user_context, halide_buffer_t* a,
+                                      halide_buffer_t* b, halide_buffer_t* a_scale,
+                                      halide_buffer_t* a_zero_point, halide_buffer_t* b_scale,
+                                      halide_buffer_t* b_zero_point, float y_scale,
+                                      int32_t y_zero_point, halide_buffer_t* y);
 using QGemmKernelFn = int (*)(const void* user_context, halide_buffer_t* A, halide_buffer_t* B,
                               halide_buffer_t* C, float a_scale, int32_t a_zero_point,
-                              halide_buffer_t* b_scale, halide_buffer_t* b_zero_point, float y_scale,
-                              int32_t y_zero_point, float alpha, halide_buffer_t* Y);
+                              halide_buffer_t* b_scale, halide_buffer_t* b_zero_point,
+                              float y_scale, int32_t y_zero_point, float alpha, halide_buffer_t* Y);
 using QuantMatmulDequantKernelFn = int (*)(const void* user_context, halide_buffer_t* x,
                                            halide_buffer_t* weight, halide_buffer_t* weight_scale,
                                            halide_buffer_t* bias, halide_buffer_t* x_scale,
@@ -74,10 +75,10 @@ struct Selection {
   std::string reason;
 };
 
-// The kernel of `op` whose identity equals `identity` and whose bucket contains (m, n, k), the first
-// in table order (databases list narrow buckets before wide ones); when only buckets that miss the
-// shape exist for the identity, the nearest of them (every kernel computes every shape exactly; a
-// bucket says where it is fast). nullptr when no kernel has the identity.
+// The kernel of `op` whose identity equals `identity` and whose bucket contains (m, n, k), the
+// first in table order (databases list narrow buckets before wide ones); when only buckets that
+// miss the shape exist for the identity, the nearest of them (every kernel computes every shape
+// exactly; a bucket says where it is fast). nullptr when no kernel has the identity.
 Selection select_kernel(const KernelTable& table, const std::string& op,
                         const std::map<std::string, std::string>& identity, int64_t m, int64_t n,
                         int64_t k);

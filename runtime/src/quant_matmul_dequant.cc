@@ -1,8 +1,8 @@
 // QuantMatmulDequant through the linked kernels, over the host side the JIT path uses too
-// (runtime/host/quant_matmul_dequant_host.h: views, dummies for absent inputs, K = 0 as K = 1 over a
-// zero x). The kernels the runtime calls read a bias and an (N, K) weight: an absent bias is a zero
-// int32 (N) (the wrapping sum plus 0 is the sum), and a (K, N) weight (transpose_weight = false) is
-// copied transposed (bytes move, nothing is rounded).
+// (runtime/host/quant_matmul_dequant_host.h: views, dummies for absent inputs, K = 0 as K = 1 over
+// a zero x). The kernels the runtime calls read a bias and an (N, K) weight: an absent bias is a
+// zero int32 (N) (the wrapping sum plus 0 is the sum), and a (K, N) weight (transpose_weight =
+// false) is copied transposed (bytes move, nothing is rounded).
 #include "mmtune/mmtune.h"
 #include "runtime/host/quant_matmul_dequant_host.h"
 #include "runtime/src/kernel_call.h"
@@ -10,7 +10,8 @@
 namespace mmtune::runtime {
 
 Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* info) {
-  const QuantMatmulDequantPlan plan = validate_quant_matmul_dequant(args);  // the reference's checks
+  const QuantMatmulDequantPlan plan =
+      validate_quant_matmul_dequant(args);  // the reference's checks
   DispatchInfo local;
   DispatchInfo& out = info ? *info : local;
   if (auto why = quant_matmul_dequant_no_kernel(plan)) {
@@ -26,7 +27,8 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
   const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, DType::kFloat16},
                                             {{plan.n, plan.k}, DType::kInt8},
                                             {{plan.m, plan.n}, DType::kFloat16}};
-  const KernelEntry* kernel = choose_kernel(quant_matmul_dequant_identity(canon), plan.m, plan.n, plan.k, buffers, out);
+  const KernelEntry* kernel =
+      choose_kernel(quant_matmul_dequant_identity(canon), plan.m, plan.n, plan.k, buffers, out);
   if (!kernel) return mmtune::quant_matmul_dequant(args);
 
   Tensor weight_t;
@@ -38,8 +40,9 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
   const auto fn = reinterpret_cast<QuantMatmulDequantKernelFn>(kernel->fn);
   return run_quant_matmul_dequant_host(
       canon, plan,
-      [&](halide_buffer_t* x, halide_buffer_t* weight, halide_buffer_t* weight_scale, halide_buffer_t* bias,
-          halide_buffer_t* x_scale, halide_buffer_t* smooth, halide_buffer_t* y) {
+      [&](halide_buffer_t* x, halide_buffer_t* weight, halide_buffer_t* weight_scale,
+          halide_buffer_t* bias, halide_buffer_t* x_scale, halide_buffer_t* smooth,
+          halide_buffer_t* y) {
         const int rc = fn(call.user_context(), x, weight, weight_scale, bias, x_scale, smooth, y);
         call.check(rc);
         return rc;

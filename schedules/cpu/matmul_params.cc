@@ -30,18 +30,21 @@ std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, Accumu
     why << "m_block=" << m_block << " is not 0 or a multiple of tile_rows=" << tile_rows;
   } else if (k_block > 0 && (n_block == 0 || m_block == 0 || k_group != 1)) {
     why << "k_block=" << k_block
-        << " needs n_block and m_block (the accumulators of one block live in memory) and k_group=1";
+        << " needs n_block and m_block (the accumulators of one block live in memory) and "
+           "k_group=1";
   } else if (n_block > 0 && n_block % tile_columns(t, acc.bits) != 0) {
-    why << "n_block=" << n_block << " is not a multiple of the tile width " << tile_columns(t, acc.bits);
+    why << "n_block=" << n_block << " is not a multiple of the tile width "
+        << tile_columns(t, acc.bits);
   } else {
     // Accumulators + one register per loaded B vector + one broadcast of A must fit the register
     // file, or the tile spills and the kernel is slow (it stays correct).
-    const int regs_per_vector = std::max(1, lanes(t, acc.bits) * acc.bits / std::max(1, t.vector_bits));
+    const int regs_per_vector =
+        std::max(1, lanes(t, acc.bits) * acc.bits / std::max(1, t.vector_bits));
     const int needed = (tile_rows * tile_vectors + tile_vectors + 1) * regs_per_vector;
     if (needed > t.vector_registers) {
-      why << "a " << tile_rows << "x" << tile_vectors << " tile of " << lanes(t, acc.bits) << "-lane "
-          << acc.bits << "-bit vectors needs " << needed << " vector registers; " << t.isa << " has "
-          << t.vector_registers;
+      why << "a " << tile_rows << "x" << tile_vectors << " tile of " << lanes(t, acc.bits)
+          << "-lane " << acc.bits << "-bit vectors needs " << needed << " vector registers; "
+          << t.isa << " has " << t.vector_registers;
     }
   }
   const std::string s = why.str();

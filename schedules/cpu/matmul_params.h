@@ -3,9 +3,9 @@
 // it asks of the algorithm, its defaults and search space).
 //
 // A register-tiled matmul: each task owns a strip of `n_block` output columns; within it, tiles of
-// `tile_rows` rows x `tile_vectors` vectors of `vector_width` lanes are accumulated in registers over
-// the whole K, K innermost (unrolled by `k_unroll`), with B packed per strip when `pack_b`. K is never
-// split across tiles or threads, so float sums keep their K order.
+// `tile_rows` rows x `tile_vectors` vectors of `vector_width` lanes are accumulated in registers
+// over the whole K, K innermost (unrolled by `k_unroll`), with B packed per strip when `pack_b`. K
+// is never split across tiles or threads, so float sums keep their K order.
 #pragma once
 
 #include <optional>
@@ -16,28 +16,36 @@
 #include "schedules/matmul_layout.h"
 #include "schedules/target_info.h"
 
+// clang-format off
 // X(name, type, default, min, max, (searched values), tag prefix, tag style, tag omitted at,
-//   exact sums only, meaning). Table order is the draw order of the search and the order of the tag.
-#define MMTUNE_CPU_MATMUL_KNOBS(X)                                                                  \
-  X(tile_rows, int, 6, 1, 16, (1, 2, 3, 4, 6, 8), "", kValue, -1, false, "rows of the register tile") \
-  X(tile_vectors, int, 4, 1, 8, (1, 2, 3, 4), "x", kLanes, -1, false,                               \
-    "vectors per tile row (tile columns = tile_vectors x lanes)")                                   \
-  X(vector_width, int, 0, 0, 64, (0), "", kNone, 0, false,                                          \
-    "lanes of the accumulator type (0 = the target's natural width; else a power of two)")          \
-  X(k_unroll, int, 4, 1, 16, (1, 2, 4, 8), "k", kValue, -1, false, "K loop unrolled by this factor") \
-  X(n_block, int, 256, 0, 65536, (0, 64, 128, 256, 512), "n", kValue, 0, false,                     \
-    "columns per strip (task, packed-B strip), a multiple of the tile width; 0 = no strips")        \
-  X(pack_b, bool, true, 0, 1, (0, 1), "p", kFlag, 0, false, "B copied into tile-wide panels")        \
-  X(parallel, bool, true, 0, 1, (0, 1), "t", kFlag, 0, false,                                       \
-    "strips (or tile rows) run as parallel tasks")                                                  \
-  X(k_group, int, 1, 1, 4, (1, 2, 4), "g", kValue, 1, true,                                         \
-    "K consumed in groups of 1, 2 or 4 (dot-product instructions); needs pack_b")                   \
-  X(m_block, int, 0, 0, 4096, (0, 0, 32, 96), "m", kValue, 0, false,                                \
-    "rows per cache block, a multiple of tile_rows (a packed B panel reused across them); 0 = none") \
-  X(specialize_tails, bool, false, 0, 1, (0, 1), "s", kFlag, 0, false,                              \
-    "a branch without tail guards for shapes of whole tiles (and strips and blocks)")               \
-  X(k_block, int, 0, 0, 65536, (0, 0, 0, 64, 256), "b", kValue, 0, false,                           \
-    "K per cache block, its accumulators in memory, K order kept (needs n_block, m_block, k_group 1); 0 = none")
+//   exact sums only, meaning). Table order is the draw order of the search and the tag's order.
+#define MMTUNE_CPU_MATMUL_KNOBS(X)                                                                 \
+  X(tile_rows, int, 6, 1, 16, (1, 2, 3, 4, 6, 8), "", kValue, -1, false,                           \
+    "rows of the register tile")                                                                   \
+  X(tile_vectors, int, 4, 1, 8, (1, 2, 3, 4), "x", kLanes, -1, false,                              \
+    "vectors per tile row (tile columns = tile_vectors x lanes)")                                  \
+  X(vector_width, int, 0, 0, 64, (0), "", kNone, 0, false,                                         \
+    "lanes of the accumulator type (0 = the target's natural width; else a power of two)")         \
+  X(k_unroll, int, 4, 1, 16, (1, 2, 4, 8), "k", kValue, -1, false,                                 \
+    "K loop unrolled by this factor")                                                              \
+  X(n_block, int, 256, 0, 65536, (0, 64, 128, 256, 512), "n", kValue, 0, false,                    \
+    "columns per strip (task, packed-B strip), a multiple of the tile width; "                     \
+    "0 = no strips")                                                                               \
+  X(pack_b, bool, true, 0, 1, (0, 1), "p", kFlag, 0, false,                                        \
+    "B copied into tile-wide panels")                                                              \
+  X(parallel, bool, true, 0, 1, (0, 1), "t", kFlag, 0, false,                                      \
+    "strips (or tile rows) run as parallel tasks")                                                 \
+  X(k_group, int, 1, 1, 4, (1, 2, 4), "g", kValue, 1, true,                                        \
+    "K consumed in groups of 1, 2 or 4 (dot-product instructions); needs pack_b")                  \
+  X(m_block, int, 0, 0, 4096, (0, 0, 32, 96), "m", kValue, 0, false,                               \
+    "rows per cache block, a multiple of tile_rows (a packed B panel reused "                      \
+    "across them); 0 = none")                                                                      \
+  X(specialize_tails, bool, false, 0, 1, (0, 1), "s", kFlag, 0, false,                             \
+    "a branch without tail guards for shapes of whole tiles (and strips and blocks)")              \
+  X(k_block, int, 0, 0, 65536, (0, 0, 0, 64, 256), "b", kValue, 0, false,                          \
+    "K per cache block, its accumulators in memory, K order kept (needs n_block, "                 \
+    "m_block, k_group 1); 0 = none")
+// clang-format on
 
 namespace mmtune::schedules {
 
@@ -53,7 +61,9 @@ struct CpuMatmulParams {
 
   // Lanes actually used for an accumulator of `acc_bits` on `t`.
   int lanes(const TargetInfo& t, int acc_bits) const;
-  int tile_columns(const TargetInfo& t, int acc_bits) const { return tile_vectors * lanes(t, acc_bits); }
+  int tile_columns(const TargetInfo& t, int acc_bits) const {
+    return tile_vectors * lanes(t, acc_bits);
+  }
 
   // Why these parameters cannot run on `t` (a target of a family the template fits) for `acc`, or
   // nullopt: ranges, knob combinations, and the register budget (a tile that spills).

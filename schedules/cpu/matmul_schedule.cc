@@ -14,10 +14,10 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
   // Outputs start at (0, 0), so tile bases are multiples of the tile width and the packed panel
   // index j % width, j / width simplifies to the loop variables (otherwise: gathers).
   out.output_buffer().dim(0).set_min(0).dim(1).set_min(0);
-  // With n_block, strips of n_block columns are the tasks (B packed per strip); without, B is packed
-  // once and rows of tiles are the tasks. Tiles of rows x width; with m_block, blocks of m_block
-  // rows inside a strip, all column tiles of a block before the next block (a packed B panel is
-  // reused across the block's rows while it is in cache).
+  // With n_block, strips of n_block columns are the tasks (B packed per strip); without, B is
+  // packed once and rows of tiles are the tasks. Tiles of rows x width; with m_block, blocks of
+  // m_block rows inside a strip, all column tiles of a block before the next block (a packed B
+  // panel is reused across the block's rows while it is in cache).
   const bool strips = params.n_block > 0;
   const bool blocks = params.m_block > 0;
   Var ib("ib");
@@ -62,7 +62,8 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
         .vectorize(aji, lanes)
         .unroll(aji)
         .unroll(aii);
-    if (params.k_unroll > 1) update.split(ki, kio, kii, params.k_unroll, TailStrategy::GuardWithIf).unroll(kii);
+    if (params.k_unroll > 1)
+      update.split(ki, kio, kii, params.k_unroll, TailStrategy::GuardWithIf).unroll(kii);
   } else {
     // The accumulator tile lives in registers: whole tiles are computed (the inputs are clamped),
     // only the stores are guarded at the ragged edges. At the innermost tile loop: jo (rows of
@@ -77,13 +78,22 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
       // Integer sums only: each group of k_group products is reduced across lanes in one
       // dot-product instruction (atomic vectorization of the group).
       RVar kk = p.r.x, kg = p.r.y;
-      update.reorder(kk, p.j, p.i, kg).atomic().vectorize(kk).vectorize(p.j, lanes).unroll(p.j).unroll(p.i);
-      if (params.k_unroll > 1) update.split(kg, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
+      update.reorder(kk, p.j, p.i, kg)
+          .atomic()
+          .vectorize(kk)
+          .vectorize(p.j, lanes)
+          .unroll(p.j)
+          .unroll(p.i);
+      if (params.k_unroll > 1)
+        update.split(kg, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
       Func packed_a = p.packed_a;
       Var kka = packed_a.args()[0], kga = packed_a.args()[1], ia = packed_a.args()[2];
       // Per row tile, or once per row block when blocking (the block's rows are then reused
       // across every column tile).
-      packed_a.compute_at(out, blocks ? ib : io).bound_extent(kka, p.layout.k_group).reorder(kka, kga, ia).vectorize(kka);
+      packed_a.compute_at(out, blocks ? ib : io)
+          .bound_extent(kka, p.layout.k_group)
+          .reorder(kka, kga, ia)
+          .vectorize(kka);
       if (!blocks) packed_a.unroll(ia);
     } else {
       // K stays innermost-outer and ascending: only split (never reordered across tiles or
@@ -125,7 +135,8 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
     // outside, so rows of B are read contiguously. (Integer sums only: order is free.)
     for (int u = 0; u < f.num_update_definitions(); ++u) {
       std::vector<VarOrRVar> order{x};
-      for (const auto& rv : f.function().update(u).schedule().rvars()) order.emplace_back(RVar(rv.var));
+      for (const auto& rv : f.function().update(u).schedule().rvars())
+        order.emplace_back(RVar(rv.var));
       f.update(u).reorder(order).vectorize(x, lanes, TailStrategy::GuardWithIf);
     }
   }
@@ -135,7 +146,7 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
   for (Func f : p.per_row) {
     f.compute_root();
     const std::vector<Var> args = f.args();
-    const Var row = args.back();
+    const Var& row = args.back();
     if (args.size() > 1) f.vectorize(args[0], lanes, TailStrategy::GuardWithIf);
     if (params.parallel) {
       if (args.size() > 1) f.parallel(row);

@@ -61,7 +61,8 @@ void write_bytes(const std::string& path, const std::string& bytes) {
 }
 
 // A version 1.0/2.0/3.0 .npy file with the given header text (padded as numpy does unless `raw`).
-std::string npy_file(const std::string& dict, const std::string& data, int major = 1, bool raw = false) {
+std::string npy_file(const std::string& dict, const std::string& data, int major = 1,
+                     bool raw = false) {
   std::string h = dict;
   if (!raw) {
     const std::size_t len_bytes = major == 1 ? 2 : 4;
@@ -84,7 +85,8 @@ std::string npy_file(const std::string& dict, const std::string& data, int major
 std::vector<uint8_t> expected_bytes(const json& values, std::size_t width) {
   std::vector<uint8_t> out;
   for (const json& v : values) {
-    const uint64_t u = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
+    const uint64_t u =
+        v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
     for (std::size_t b = 0; b < width; ++b) out.push_back(static_cast<uint8_t>(u >> (8 * b)));
   }
   return out;
@@ -125,9 +127,9 @@ void expect_rejected(const std::string& path, const std::vector<std::string>& fr
 }
 
 const std::vector<DType> kAllTypes = {
-    DType::kInt8,    DType::kUInt8,         DType::kInt16,          DType::kUInt16,
-    DType::kInt32,   DType::kUInt32,        DType::kInt64,          DType::kUInt64,
-    DType::kFloat16, DType::kBFloat16,      DType::kFloat32,        DType::kFloat64,
+    DType::kInt8,         DType::kUInt8,          DType::kInt16,      DType::kUInt16,
+    DType::kInt32,        DType::kUInt32,         DType::kInt64,      DType::kUInt64,
+    DType::kFloat16,      DType::kBFloat16,       DType::kFloat32,    DType::kFloat64,
     DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2, DType::kFloat8E5M2FNUZ,
 };
 
@@ -166,7 +168,8 @@ TEST(npy_numpy_files, WriteMatchesNpSaveByteForByte) {
     SCOPED_TRACE(ref);
     Tensor t(dtype_of(c.at("dtype")), shape_of(c.at("shape")));
     t.bytes = expected_bytes(c.at("values"), dtype_size(t.dtype));
-    ASSERT_EQ(static_cast<int64_t>(t.bytes.size()), t.numel() * static_cast<int64_t>(dtype_size(t.dtype)));
+    ASSERT_EQ(static_cast<int64_t>(t.bytes.size()),
+              t.numel() * static_cast<int64_t>(dtype_size(t.dtype)));
     const std::string out = tmp.file("out.npy");
     write_npy(out, t);
     EXPECT_EQ(testing::read_file_bytes(out), testing::read_file_bytes(ref));
@@ -228,7 +231,8 @@ TEST(npy_round_trip, EveryDtypeAndShape) {
       EXPECT_EQ(data_start % 64, 0u);
       EXPECT_EQ(file[data_start - 1], '\n');
       EXPECT_EQ(file.size(), data_start + t.bytes.size());
-      const std::string header(file.begin() + 10, file.begin() + static_cast<std::ptrdiff_t>(data_start));
+      const std::string header(file.begin() + 10,
+                               file.begin() + static_cast<std::ptrdiff_t>(data_start));
       EXPECT_NE(header.find("'descr': '" + npy_descr(type) + "'"), std::string::npos) << header;
 
       const Tensor plain = read_npy(path);  // the stored numpy dtype
@@ -248,7 +252,8 @@ TEST(npy_round_trip, DescrOfNarrowFloatsIsTheirBitPattern) {
   EXPECT_EQ(npy_descr(DType::kFloat16), "<f2");
   EXPECT_EQ(npy_descr(DType::kInt8), "|i1");
   EXPECT_EQ(npy_descr(DType::kUInt64), "<u8");
-  for (DType t : {DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2, DType::kFloat8E5M2FNUZ}) {
+  for (DType t :
+       {DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2, DType::kFloat8E5M2FNUZ}) {
     EXPECT_EQ(npy_descr(t), "|u1");
   }
 }
@@ -262,7 +267,8 @@ TEST(npy_round_trip, HugeRankUsesVersion2Header) {
   write_npy(path, t);
   const std::vector<uint8_t> file = testing::read_file_bytes(path);
   EXPECT_EQ(file[6], 2);
-  const std::size_t hlen = file[8] | (file[9] << 8) | (file[10] << 16) | (static_cast<std::size_t>(file[11]) << 24);
+  const std::size_t hlen =
+      file[8] | (file[9] << 8) | (file[10] << 16) | (static_cast<std::size_t>(file[11]) << 24);
   EXPECT_EQ((12 + hlen) % 64, 0u);
   const Tensor back = read_npy(path);
   EXPECT_EQ(back.shape, t.shape);
@@ -290,8 +296,9 @@ TEST(npy_header, AcceptsAnyKeyOrderQuotesSpacingAndTrailingCommas) {
       "{'fortran_order':False,'shape':(2,3,),'descr':'<i2',}",
       "{\"descr\": \"<i2\", \"fortran_order\": False, \"shape\": (2, 3)}",
       "  {  'descr' :  '<i2' ,\t'fortran_order' : False ,\n 'shape' : ( 2 , 3 ) , }  ",
-      "{'descr': '=i2', 'fortran_order': False, 'shape': (2L, 3L), }",  // Python 2 longs, native order
-      "{'descr': 'i2', 'fortran_order': False, 'shape': (2, 3)}",      // no byte-order character
+      "{'descr': '=i2', 'fortran_order': False, 'shape': (2L, 3L), }",  // Python 2 longs, native
+                                                                        // order
+      "{'descr': 'i2', 'fortran_order': False, 'shape': (2, 3)}",       // no byte-order character
   };
   for (std::size_t i = 0; i < dicts.size(); ++i) {
     SCOPED_TRACE(dicts[i]);
@@ -302,9 +309,11 @@ TEST(npy_header, AcceptsAnyKeyOrderQuotesSpacingAndTrailingCommas) {
     EXPECT_EQ(t.shape, (Shape{2, 3}));
     EXPECT_EQ(int_at(t, 5), 6);
   }
-  // Unpadded header (no trailing newline), 0-d and 1-tuple shapes, 1-byte types with any order char.
+  // Unpadded header (no trailing newline), 0-d and 1-tuple shapes, 1-byte types with any order
+  // char.
   const std::string p0 = tmp.file("scalar.npy");
-  write_bytes(p0, npy_file("{'descr':'<f8','fortran_order':False,'shape':()}", std::string(8, '\0'), 1, true));
+  write_bytes(p0, npy_file("{'descr':'<f8','fortran_order':False,'shape':()}", std::string(8, '\0'),
+                           1, true));
   EXPECT_EQ(read_npy(p0).shape, Shape{});
   const std::string p1 = tmp.file("one.npy");
   write_bytes(p1, npy_file("{'descr': '>u1', 'fortran_order': True, 'shape': (5,)}", "abcde"));
@@ -322,7 +331,8 @@ TEST(npy_header, Versions2And3) {
   const std::string data("\x00\x00\x80\x3f", 4);
   for (int major : {2, 3}) {
     const std::string path = tmp.file("v" + std::to_string(major) + ".npy");
-    write_bytes(path, npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", data, major));
+    write_bytes(path,
+                npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", data, major));
     const Tensor t = read_npy(path);
     EXPECT_EQ(t.dtype, DType::kFloat32);
     EXPECT_EQ(t.bytes, std::vector<uint8_t>(data.begin(), data.end()));
@@ -337,7 +347,8 @@ TEST(npy_header, FortranOrderIsTransposedIntoCOrder) {
     for (int j = 0; j < 3; ++j)
       for (int i = 0; i < 2; ++i) data += static_cast<char>(100 * i + 10 * j + k);
   const std::string path = tmp.file("f.npy");
-  write_bytes(path, npy_file("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3, 4), }", data));
+  write_bytes(path,
+              npy_file("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3, 4), }", data));
   const Tensor t = read_npy(path);
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j)
@@ -364,7 +375,8 @@ TEST(npy_reject, BadMagicShortFileUnknownVersion) {
   expect_rejected(p, {"too short"});
   write_bytes(p, std::string("\x93NUMPY", 6));
   expect_rejected(p, {"format version"});
-  std::string v4 = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", std::string(4, '\0'));
+  std::string v4 =
+      npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", std::string(4, '\0'));
   v4[6] = 4;
   write_bytes(p, v4);
   expect_rejected(p, {"unknown .npy format version 4.0", "1.0, 2.0 and 3.0"});
@@ -381,7 +393,8 @@ TEST(npy_reject, TruncatedHeader) {
   expect_rejected(p, {"header length field"});
   write_bytes(p, std::string("\x93NUMPY\x02\x00\x40\x00\x00", 11));
   expect_rejected(p, {"header length field"});
-  const std::string full = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", std::string(4, '\0'));
+  const std::string full =
+      npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", std::string(4, '\0'));
   write_bytes(p, full.substr(0, 40));
   expect_rejected(p, {"file ends inside the .npy header", "after 30 of 118 header bytes"});
   // A header length field of 4 GiB on a tiny file.
@@ -403,8 +416,10 @@ TEST(npy_reject, MalformedHeaders) {
       {"{'descr': '<f4', 'fortran_order': False}", "key 'shape' is missing"},
       {"{'fortran_order': False, 'shape': (1,)}", "key 'descr' is missing"},
       {"{'descr': '<f4', 'shape': (1,)}", "key 'fortran_order' is missing"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'extra': 1}", "unexpected key 'extra'"},
-      {"{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", "'descr' appears twice"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'extra': 1}",
+       "unexpected key 'extra'"},
+      {"{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}",
+       "'descr' appears twice"},
       {"{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}", "must be True or False"},
       {"{'descr': '<f4', 'fortran_order': Falsey, 'shape': (1,)}", "must be True or False"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': [1]}", "must be a tuple"},
@@ -412,7 +427,8 @@ TEST(npy_reject, MalformedHeaders) {
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (1.5,)}", "expected ',' or ')'"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (a,)}", "integer dimension"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,),} x", "after the closing '}'"},
-      {"{'descr': '<f4, 'fortran_order': False, 'shape': (1,)}", "expected ',' or '}' after the value of 'descr'"},
+      {"{'descr': '<f4, 'fortran_order': False, 'shape': (1,)}",
+       "expected ',' or '}' after the value of 'descr'"},
       {"{'descr' '<f4', 'fortran_order': False, 'shape': (1,)}", "expected ':' after key 'descr'"},
       {"{'descr': '<f\\x34', 'fortran_order': False, 'shape': (1,)}", "escape sequences"},
       {"{'descr': <f4, 'fortran_order': False, 'shape': (1,)}", "quoted dtype string"},
@@ -434,7 +450,8 @@ TEST(npy_reject, UnsupportedDtypes) {
     std::vector<std::string> fragments;
   };
   const std::string list =
-      "mmtune reads int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, float64";
+      "mmtune reads int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, "
+      "float64";
   const std::vector<Case> cases = {
       {"'<c8'", {"dtype '<c8' (complex) is not supported; " + list}},
       {"'|b1'", {"dtype '|b1' (bool) is not supported"}},
@@ -465,15 +482,22 @@ TEST(npy_reject, ShapeRules) {
   const std::string p = tmp.file("s.npy");
   write_bytes(p, npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (3, -1), }", ""));
   expect_rejected(p, {"negative dimension -1"});
-  write_bytes(p, npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", ""));
+  write_bytes(
+      p,
+      npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", ""));
   expect_rejected(p, {"dimension 99999999999999999999 is too large"});
-  write_bytes(p, npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", ""));
+  write_bytes(
+      p, npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }",
+                  ""));
   expect_rejected(p, {"shape [4294967296,4294967296]", "overflows 64 bits"});
   // Zero-sized, yet the other dims overflow: numpy refuses to create such an array too.
-  write_bytes(p, npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4611686018427387904), }", ""));
+  write_bytes(
+      p, npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4611686018427387904), }",
+                  ""));
   expect_rejected(p, {"overflows 64 bits"});
   // Fits in 64 bits but the file is far shorter: truncated, without allocating the declared size.
-  write_bytes(p, npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000,), }", "12345678"));
+  write_bytes(p, npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000,), }",
+                          "12345678"));
   expect_rejected(p, {"file ends after 8 of 8000000000000 data bytes", "truncated"});
 }
 
@@ -505,8 +529,8 @@ TEST(npy_reject, DisallowedReinterpretationNamesBothDtypes) {
   EXPECT_EQ(read_npy(p, DType::kUInt8).dtype, DType::kUInt8);
 }
 
-// Hostile input: random headers and data after a valid magic, and mutations of valid files, only ever
-// throw InvalidArgument (or read successfully).
+// Hostile input: random headers and data after a valid magic, and mutations of valid files, only
+// ever throw InvalidArgument (or read successfully).
 TEST(npy_reject, FuzzOnlyThrowsInvalidArgument) {
   TempDir tmp;
   const std::string p = tmp.file("fuzz.npy");
@@ -514,8 +538,10 @@ TEST(npy_reject, FuzzOnlyThrowsInvalidArgument) {
   auto byte = [&] { return static_cast<char>(rng() & 0xFF); };
   const std::string alphabet = "{}()[],:'\" \n<>|=iufbcOV?0123456789-LTrueFalsdscrhpotn_";
   const std::vector<std::string> seeds = {
-      npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", std::string(24, '\x7f')),
-      npy_file("{'descr': '>i8', 'fortran_order': False, 'shape': (), }", std::string(8, '\x01'), 2),
+      npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+               std::string(24, '\x7f')),
+      npy_file("{'descr': '>i8', 'fortran_order': False, 'shape': (), }", std::string(8, '\x01'),
+               2),
       npy_file("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 1, 2), }", "abcd", 3),
   };
   int accepted = 0, rejected = 0;
@@ -537,10 +563,18 @@ TEST(npy_reject, FuzzOnlyThrowsInvalidArgument) {
       for (int e = 0; e < edits && !f.empty(); ++e) {
         const std::size_t at = rng() % f.size();
         switch (rng() % 4) {
-          case 0: f[at] = byte(); break;
-          case 1: f[at] = alphabet[rng() % alphabet.size()]; break;
-          case 2: f.resize(at); break;
-          default: f.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+          case 0:
+            f[at] = byte();
+            break;
+          case 1:
+            f[at] = alphabet[rng() % alphabet.size()];
+            break;
+          case 2:
+            f.resize(at);
+            break;
+          default:
+            f.insert(at, 1, alphabet[rng() % alphabet.size()]);
+            break;
         }
       }
     }
@@ -548,7 +582,8 @@ TEST(npy_reject, FuzzOnlyThrowsInvalidArgument) {
     write_bytes(p, f);
     try {
       const Tensor t = read_npy(p);
-      ASSERT_EQ(static_cast<int64_t>(t.bytes.size()), t.numel() * static_cast<int64_t>(dtype_size(t.dtype)));
+      ASSERT_EQ(static_cast<int64_t>(t.bytes.size()),
+                t.numel() * static_cast<int64_t>(dtype_size(t.dtype)));
       ++accepted;
     } catch (const InvalidArgument& e) {
       ASSERT_EQ(std::string(e.what()).rfind(p + ": ", 0), 0u) << e.what();

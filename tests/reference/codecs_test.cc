@@ -11,11 +11,10 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "reference/error.h"
 #include "tests/support/test_support.h"
@@ -307,17 +306,17 @@ TEST(codecs, Float8TableMaxima) {
   // Overflow thresholds (max + half a step): E4M3FN's max 1.75*2^8 has an even mantissa, so the tie
   // 464 stays at max; the others' maxima are odd, so their ties round up, out of range.
   EXPECT_EQ(f8(kE4M3FN, 464.0f), 0x7E);
-  EXPECT_EQ(f8(kE4M3FN, up(464.0f)), 0x7F);           // NaN (no Inf)
-  EXPECT_EQ(f8(kE4M3FN, -up(464.0f)), 0xFF);          // NaN, sign kept like ml_dtypes
-  EXPECT_EQ(f8(kE4M3FN, up(464.0f), true), 0x7E);     // saturate -> max
+  EXPECT_EQ(f8(kE4M3FN, up(464.0f)), 0x7F);        // NaN (no Inf)
+  EXPECT_EQ(f8(kE4M3FN, -up(464.0f)), 0xFF);       // NaN, sign kept like ml_dtypes
+  EXPECT_EQ(f8(kE4M3FN, up(464.0f), true), 0x7E);  // saturate -> max
   EXPECT_EQ(f8(kE4M3FNUZ, down(248.0f)), 0x7F);
-  EXPECT_EQ(f8(kE4M3FNUZ, 248.0f), 0x80);             // NaN
-  EXPECT_EQ(f8(kE4M3FNUZ, -248.0f, true), 0xFF);      // -max
+  EXPECT_EQ(f8(kE4M3FNUZ, 248.0f), 0x80);         // NaN
+  EXPECT_EQ(f8(kE4M3FNUZ, -248.0f, true), 0xFF);  // -max
   EXPECT_EQ(f8(kE5M2, down(61440.0f)), 0x7B);
-  EXPECT_EQ(f8(kE5M2, 61440.0f), 0x7C);               // +Inf
-  EXPECT_EQ(f8(kE5M2, -61440.0f), 0xFC);              // -Inf
-  EXPECT_EQ(f8(kE5M2, -61440.0f, true), 0xFB);        // -max
-  EXPECT_EQ(f8(kE5M2FNUZ, 61440.0f), 0x80);           // NaN
+  EXPECT_EQ(f8(kE5M2, 61440.0f), 0x7C);         // +Inf
+  EXPECT_EQ(f8(kE5M2, -61440.0f), 0xFC);        // -Inf
+  EXPECT_EQ(f8(kE5M2, -61440.0f, true), 0xFB);  // -max
+  EXPECT_EQ(f8(kE5M2FNUZ, 61440.0f), 0x80);     // NaN
   EXPECT_EQ(f8(kE5M2FNUZ, 61440.0f, true), 0x7F);
 }
 
@@ -326,7 +325,7 @@ TEST(codecs, Float8TableSubnormalsAndZeros) {
   EXPECT_EQ(float8_to_float(kE4M3FNUZ, 0x01), std::ldexp(1.0f, -10));
   EXPECT_EQ(float8_to_float(kE5M2, 0x01), std::ldexp(1.0f, -16));
   EXPECT_EQ(float8_to_float(kE5M2FNUZ, 0x01), std::ldexp(1.0f, -17));
-  EXPECT_EQ(float8_to_float(kE4M3FN, 0x08), std::ldexp(1.0f, -6));    // min normal
+  EXPECT_EQ(float8_to_float(kE4M3FN, 0x08), std::ldexp(1.0f, -6));  // min normal
   EXPECT_EQ(float8_to_float(kE4M3FNUZ, 0x08), std::ldexp(1.0f, -7));
   EXPECT_EQ(float8_to_float(kE5M2, 0x04), std::ldexp(1.0f, -14));
   EXPECT_EQ(float8_to_float(kE5M2FNUZ, 0x04), std::ldexp(1.0f, -15));

@@ -1,5 +1,7 @@
 // Runs a folder of generated conformance vectors (tests/vectors/gen_ort.py, gen_onnx_reference.py):
 // each case's inputs through the reference, compared exactly or within the case's tolerance.
+#include "tests/reference/conformance_support.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,7 +21,6 @@
 #include "reference/registry.h"
 #include "reference/tensor.h"
 #include "tests/support/test_support.h"
-#include "tests/reference/conformance_support.h"
 
 namespace mmtune::testing {
 namespace {

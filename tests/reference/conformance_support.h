@@ -1,4 +1,5 @@
-// Shared runner of the generated conformance vector suites (ONNX Runtime, ONNX reference evaluator).
+// Shared runner of the generated conformance vector suites (ONNX Runtime, ONNX reference
+// evaluator).
 #pragma once
 
 #include <string>

@@ -8,11 +8,11 @@
 // and listed in index.json.
 //
 // Data versions known to differ (SEMANTICS.md §1.4, §1.8): ONNX <= 1.21 int8 QLinearMatMul data
-// has wrapped (unsaturated) values, e.g. test_qlinearmatmul_2D_int8_* expected [[41,-12,-9],[1,-75,20]]
-// instead of [[41,-12,-9],[1,-75,-128]]; ONNX 1.22 used b_zero_point = 114 (not 114-127) in the 3D
-// int8 cases, expected [[-86,-128,-128],[115,39,-121]] per batch; the 1.23.2 generators used here
-// carry the fixed data. Comparing against .pb files of those older releases would fail for those
-// cases, and that would be the data's fault, not the reference's.
+// has wrapped (unsaturated) values, e.g. test_qlinearmatmul_2D_int8_* expected
+// [[41,-12,-9],[1,-75,20]] instead of [[41,-12,-9],[1,-75,-128]]; ONNX 1.22 used b_zero_point = 114
+// (not 114-127) in the 3D int8 cases, expected [[-86,-128,-128],[115,39,-121]] per batch;
+// the 1.23.2 generators used here carry the fixed data. Comparing against .pb files of those older
+// releases would fail for those cases, and that would be the data's fault, not the reference's.
 //
 // How each case is run:
 // - inputs: node input i (node.json "inputs", "" when omitted) is the operator's i-th input in
@@ -22,14 +22,14 @@
 //   requantizes in float64 (SEMANTICS.md §1.4, §8.1). A second test checks that requant = float32
 //   (the ONNX Runtime rule, mmtune's default) gives the same bytes on every case (§1.6).
 // - Gemm: alpha, beta, transA, transB as given. The opset-6 attribute `broadcast` (legacy models):
-//   broadcast = 1 lets C broadcast to (M, N), which Gemm-7+ and mmtune always allow, so it is dropped;
-//   broadcast = 0 (Gemm-6's default) requires C to have the full output shape, which is checked
-//   before dropping it.
-//   Other Gemm-6 differences do not matter here (C is required in Gemm-6 and present).
+//   broadcast = 1 lets C broadcast to (M, N), which Gemm-7+ and mmtune always allow, so it is
+//   dropped; broadcast = 0 (Gemm-6's default) requires C to have the full output shape, which is
+//   checked before dropping it. Other Gemm-6 differences do not matter here (C is required in
+//   Gemm-6 and present).
 // - Comparison: integer outputs bit for bit; float outputs with the backend tolerance rtol 1e-3,
-//   atol 1e-7 (onnx/backend/test/case/node/__init__.py). The expected Gemm outputs came from NumPy's
-//   BLAS, whose summation order and FMA use are its own, so bit-identity is only reported (for the
-//   strict contract, and for information the fma contract), never required.
+//   atol 1e-7 (onnx/backend/test/case/node/__init__.py). The expected Gemm outputs came from
+//   NumPy's BLAS, whose summation order and FMA use are its own, so bit-identity is only reported
+//   (for the strict contract, and for information the fma contract), never required.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,11 +38,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "reference/registry.h"
 #include "tests/support/tensor_proto.h"
@@ -101,7 +100,8 @@ Case load_case(const std::string& name) {
   int present = 0;
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (names[i].get<std::string>().empty()) continue;  // omitted optional input
-    c.inputs[spec.inputs[i].name] = read_tensor_proto(d + "/input_" + std::to_string(present) + ".pb");
+    c.inputs[spec.inputs[i].name] =
+        read_tensor_proto(d + "/input_" + std::to_string(present) + ".pb");
     ++present;
   }
   if (std::filesystem::exists(d + "/input_" + std::to_string(present) + ".pb")) {
@@ -109,7 +109,8 @@ Case load_case(const std::string& name) {
                              std::to_string(present) + ")");
   }
   c.expected = read_tensor_proto(d + "/output_0.pb");
-  if (std::filesystem::exists(d + "/output_1.pb")) throw std::runtime_error(name + ": more than one output");
+  if (std::filesystem::exists(d + "/output_1.pb"))
+    throw std::runtime_error(name + ": more than one output");
 
   for (const auto& [k, v] : node.at("attributes").items()) c.attrs[k] = v.get<std::string>();
 
@@ -122,7 +123,8 @@ Case load_case(const std::string& name) {
     auto it = c.attrs.find("broadcast");
     if (c.opset >= 7) {
       if (it != c.attrs.end()) {
-        throw std::runtime_error(name + ": `broadcast` attribute at opset " + std::to_string(c.opset));
+        throw std::runtime_error(name + ": `broadcast` attribute at opset " +
+                                 std::to_string(c.opset));
       }
     } else {
       // Gemm-6: broadcast defaults to 0.
@@ -136,7 +138,8 @@ Case load_case(const std::string& name) {
       } else if (broadcast != "1") {
         throw std::runtime_error(name + ": broadcast=" + broadcast);
       }
-      if (it != c.attrs.end()) c.attrs.erase(it);  // broadcast=1: C broadcasts, as mmtune always allows
+      if (it != c.attrs.end())
+        c.attrs.erase(it);  // broadcast=1: C broadcasts, as mmtune always allows
     }
   } else {
     throw std::runtime_error(name + ": unexpected op_type " + c.op);
@@ -173,14 +176,16 @@ TEST(onnx_backend, IndexListsEveryCaseFolder) {
   std::cout << "[onnx backend] onnx " << index_json().at("onnx_version").get<std::string>() << ": "
             << names.size() << " cases; excluded:\n";
   for (const json& e : index_json().at("excluded")) {
-    std::cout << "  " << e.at("name").get<std::string>() << ": " << e.at("reason").get<std::string>() << "\n";
+    std::cout << "  " << e.at("name").get<std::string>() << ": "
+              << e.at("reason").get<std::string>() << "\n";
   }
 }
 
 TEST(onnx_backend, EveryCaseMatchesTheBackendData) {
   const std::vector<std::string> names = case_names();
   ASSERT_FALSE(names.empty()) << dir() << "/index.json lists no cases";
-  int64_t cases = 0, tensors = 0, elements = 0, exact = 0, mismatched_elements = 0, failed_cases = 0;
+  int64_t cases = 0, tensors = 0, elements = 0, exact = 0, mismatched_elements = 0,
+          failed_cases = 0;
   int64_t float_elements = 0, float_identical = 0, float_identical_fma = 0;
   int qlinear_cases = 0, gemm_cases = 0;
   for (const std::string& name : names) {
@@ -216,7 +221,8 @@ TEST(onnx_backend, EveryCaseMatchesTheBackendData) {
       ok = static_cast<bool>(r);
       if (!ok) {
         // Count the elements outside the tolerance for the summary.
-        for (int64_t i = 0; i < n && y.shape == c.expected.shape && y.dtype == c.expected.dtype; ++i) {
+        for (int64_t i = 0; i < n && y.shape == c.expected.shape && y.dtype == c.expected.dtype;
+             ++i) {
           const double e = float_at(c.expected, i), a = float_at(y, i);
           mismatched_elements += !(std::fabs(a - e) <= kAtol + kRtol * std::fabs(e));
         }
@@ -230,8 +236,9 @@ TEST(onnx_backend, EveryCaseMatchesTheBackendData) {
       float_elements += n;
       float_identical += same;
       float_identical_fma += same_fma;
-      std::cout << "[onnx backend] " << name << ": within tolerance " << (ok ? "yes" : "NO") << ", bit-identical "
-                << same << "/" << n << " (strict), " << same_fma << "/" << n << " (fma)\n";
+      std::cout << "[onnx backend] " << name << ": within tolerance " << (ok ? "yes" : "NO")
+                << ", bit-identical " << same << "/" << n << " (strict), " << same_fma << "/" << n
+                << " (fma)\n";
     } else {
       const auto r = testing::bit_equal(c.expected, y, context);
       EXPECT_TRUE(r);
@@ -243,13 +250,14 @@ TEST(onnx_backend, EveryCaseMatchesTheBackendData) {
   }
   EXPECT_GE(qlinear_cases, 8) << "QLinearMatMul has 8 backend node tests";
   EXPECT_GE(gemm_cases, 11) << "Gemm has 11 backend node tests";
-  std::cout << "[onnx backend] cases " << cases << " (QLinearMatMul " << qlinear_cases << ", Gemm " << gemm_cases
-            << "), output tensors compared " << tensors << ", output elements compared " << elements
-            << ", bit-identical elements " << exact << ", mismatched elements " << mismatched_elements
-            << ", failed cases " << failed_cases << "\n"
-            << "[onnx backend] float outputs (informational, NumPy BLAS order): " << float_identical << "/"
-            << float_elements << " bit-identical with the strict contract, " << float_identical_fma << "/"
-            << float_elements << " with fma\n";
+  std::cout << "[onnx backend] cases " << cases << " (QLinearMatMul " << qlinear_cases << ", Gemm "
+            << gemm_cases << "), output tensors compared " << tensors
+            << ", output elements compared " << elements << ", bit-identical elements " << exact
+            << ", mismatched elements " << mismatched_elements << ", failed cases " << failed_cases
+            << "\n"
+            << "[onnx backend] float outputs (informational, NumPy BLAS order): " << float_identical
+            << "/" << float_elements << " bit-identical with the strict contract, "
+            << float_identical_fma << "/" << float_elements << " with fma\n";
 }
 
 TEST(onnx_backend, QLinearMatMulSameUnderFloat32Requant) {

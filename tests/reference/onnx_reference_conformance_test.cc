@@ -6,8 +6,6 @@
 // §1.6).
 #include <gtest/gtest.h>
 
-#include "tests/reference/conformance_support.h"
-
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -28,12 +26,15 @@
 #include "reference/registry.h"
 #include "reference/rounding.h"
 #include "reference/tensor.h"
+#include "tests/reference/conformance_support.h"
 #include "tests/support/test_support.h"
 
 namespace mmtune {
 namespace {
 
-TEST(onnx_reference_conformance, EveryCaseMatchesTheReferenceEvaluator) { testing::run_conformance_suite("onnx_reference"); }
+TEST(onnx_reference_conformance, EveryCaseMatchesTheReferenceEvaluator) {
+  testing::run_conformance_suite("onnx_reference");
+}
 
 // SEMANTICS.md §1.6: acc = 1807579, M = float32 bits 0x39D22420; acc * M = 724.50001412...
 float split_multiplier() {

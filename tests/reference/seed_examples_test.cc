@@ -1,8 +1,9 @@
-// The seeds' worked examples (tests/data/*_examples.json, copied from spec/): QLinearMatMul exactly,
-// Gemm within the precision the outputs were printed with (8 digits after rounding to float32).
-#include <fstream>
-
+// The seeds' worked examples (tests/data/*_examples.json, copied from spec/): QLinearMatMul
+// exactly, Gemm within the precision the outputs were printed with (8 digits after rounding to
+// float32).
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "reference/registry.h"
@@ -31,7 +32,8 @@ Attributes attributes_of(const nlohmann::json& c) {
 
 NamedTensors inputs_of(const nlohmann::json& c) {
   NamedTensors in;
-  for (const auto& i : c.at("inputs")) in.emplace(i.at("name").get<std::string>(), tensor_from_json(i));
+  for (const auto& i : c.at("inputs"))
+    in.emplace(i.at("name").get<std::string>(), tensor_from_json(i));
   return in;
 }
 
@@ -61,8 +63,9 @@ TEST(SeedExamples, GemmWithinPrintedPrecision) {
   for (const auto& c : doc.at("cases")) {
     const std::string name = c.at("name");
     // The expected values are printed with 8 significant digits: their own rounding error is at
-    // most half a unit in the 8th digit, and the seed's BLAS summation order differs from the K-ordered
-    // sum by up to ~8 float32 ulps where terms cancel (measured: rtol 2e-7 fails on 5 outputs).
+    // most half a unit in the 8th digit, and the seed's BLAS summation order differs from the
+    // K-ordered sum by up to ~8 float32 ulps where terms cancel (measured: rtol 2e-7 fails on 5
+    // outputs).
     const Tensor expected = tensor_from_json(c.at("outputs").at(0));
     for (const char* contract : {"strict", "fma"}) {
       Attributes attrs = attributes_of(c);
@@ -70,11 +73,12 @@ TEST(SeedExamples, GemmWithinPrintedPrecision) {
       const Tensor y = run_reference("Gemm", inputs_of(c), attrs);
       EXPECT_TRUE(testing::all_close(expected, y, 1e-6, 1e-7, name + " contract=" + contract));
       outputs += y.numel();
-      for (int64_t i = 0; i < y.numel(); ++i) identical += y.data<float>()[i] == expected.data<float>()[i];
+      for (int64_t i = 0; i < y.numel(); ++i)
+        identical += y.data<float>()[i] == expected.data<float>()[i];
     }
   }
-  std::cout << "[seed examples] Gemm: " << doc.at("cases").size() << " cases x 2 contracts, " << outputs
-            << " outputs within rtol 1e-6 + atol 1e-7, " << identical
+  std::cout << "[seed examples] Gemm: " << doc.at("cases").size() << " cases x 2 contracts, "
+            << outputs << " outputs within rtol 1e-6 + atol 1e-7, " << identical
             << " identical to the printed value rounded to float32\n";
 }
 

@@ -1,11 +1,11 @@
 // Hand-derived cases for the rules of SEMANTICS.md §8 that random data rarely reaches: int32
 // wrap-around, ties in requantization, float8 saturation, the two float contracts, float16 double
-// rounding, integer Gemm overflow, QGemm's scale order, QuantMatmulDequant's steps. Each expected value
-// is worked out in the comment beside it, not taken from the code under test.
+// rounding, integer Gemm overflow, QGemm's scale order, QuantMatmulDequant's steps. Each expected
+// value is worked out in the comment beside it, not taken from the code under test.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
-
-#include <gtest/gtest.h>
 
 #include "reference/codecs.h"
 #include "reference/registry.h"
@@ -15,21 +15,26 @@ namespace {
 
 using D = DType;
 
-Tensor f32(Shape s, std::vector<float> v) { return Tensor::from(D::kFloat32, std::move(s), v); }
-Tensor f16(Shape s, std::vector<float> v) {
+Tensor f32(Shape s, const std::vector<float>& v) {
+  return Tensor::from(D::kFloat32, std::move(s), v);
+}
+Tensor f16(Shape s, const std::vector<float>& v) {
   std::vector<uint16_t> bits;
   for (float x : v) bits.push_back(float_to_float16(x));
   return Tensor::from(D::kFloat16, std::move(s), bits);
 }
-Tensor u8(Shape s, std::vector<uint8_t> v) { return Tensor::from(D::kUInt8, std::move(s), v); }
-Tensor i8(Shape s, std::vector<int8_t> v) { return Tensor::from(D::kInt8, std::move(s), v); }
-Tensor e4m3(Shape s, std::vector<float> v) {
+Tensor u8(Shape s, const std::vector<uint8_t>& v) {
+  return Tensor::from(D::kUInt8, std::move(s), v);
+}
+Tensor i8(Shape s, const std::vector<int8_t>& v) { return Tensor::from(D::kInt8, std::move(s), v); }
+Tensor e4m3(Shape s, const std::vector<float>& v) {
   std::vector<uint8_t> bits;
   for (float x : v) bits.push_back(float_to_float8(D::kFloat8E4M3FN, x, true));
   return Tensor::from(D::kFloat8E4M3FN, std::move(s), bits);
 }
 
-NamedTensors qlm(Tensor a, Tensor b, float as, float bs, float ys, Tensor a_zp, Tensor b_zp, Tensor y_zp) {
+NamedTensors qlm(Tensor a, Tensor b, float as, float bs, float ys, Tensor a_zp, Tensor b_zp,
+                 Tensor y_zp) {
   NamedTensors in;
   in.emplace("a", std::move(a));
   in.emplace("b", std::move(b));
@@ -70,10 +75,10 @@ TEST(Semantics, RequantTiesRoundToEvenAndZeroPointOrderDependsOnMode) {
   for (const Row& r : {Row{5, 0, "float32", 2}, Row{7, 0, "float32", 4}, Row{5, 1, "float32", 3},
                        Row{7, 1, "float32", 5}, Row{5, 1, "float64", 4}, Row{7, 1, "float64", 4},
                        Row{5, 0, "float64", 2}, Row{7, 0, "float64", 4}}) {
-    const Tensor y = run_reference(
-        "QLinearMatMul", qlm(u8({1, 1}, {r.a}), u8({1, 1}, {1}), 0.5f, 1.0f, 1.0f, u8({}, {0}),
-                             u8({}, {0}), u8({}, {r.zp})),
-        {{"requant", r.mode}});
+    const Tensor y = run_reference("QLinearMatMul",
+                                   qlm(u8({1, 1}, {r.a}), u8({1, 1}, {1}), 0.5f, 1.0f, 1.0f,
+                                       u8({}, {0}), u8({}, {0}), u8({}, {r.zp})),
+                                   {{"requant", r.mode}});
     EXPECT_EQ(y.data<uint8_t>()[0], r.expected) << int(r.a) << " zp " << int(r.zp) << " " << r.mode;
   }
 }
@@ -84,8 +89,8 @@ TEST(Semantics, QLinearMatMulFloat8ExactSumAndSaturation) {
                         e4m3({}, {0}), e4m3({}, {0}), e4m3({}, {0}));
   EXPECT_EQ(run_reference("QLinearMatMul", in, {}).data<uint8_t>()[0], 0x48);
   // a = [448, 448], b = [1, 1]: acc = 896 > 448 = max -> saturates to 0x7E; negative -> 0xFE.
-  in = qlm(e4m3({1, 2}, {448.0f, 448.0f}), e4m3({2, 2}, {1.0f, -1.0f, 1.0f, -1.0f}), 1.0f, 1.0f, 1.0f,
-           e4m3({}, {0}), e4m3({}, {0}), e4m3({}, {0}));
+  in = qlm(e4m3({1, 2}, {448.0f, 448.0f}), e4m3({2, 2}, {1.0f, -1.0f, 1.0f, -1.0f}), 1.0f, 1.0f,
+           1.0f, e4m3({}, {0}), e4m3({}, {0}), e4m3({}, {0}));
   const Tensor y = run_reference("QLinearMatMul", in, {});
   EXPECT_EQ(y.data<uint8_t>()[0], 0x7E);
   EXPECT_EQ(y.data<uint8_t>()[1], 0xFE);
@@ -99,7 +104,8 @@ TEST(Semantics, GemmStrictAndFmaContractsDiffer) {
   NamedTensors in;
   in.emplace("A", f32({1, 2}, {1.0f, e}));
   in.emplace("B", f32({2, 1}, {-1.0f, e}));
-  EXPECT_EQ(run_reference("Gemm", in, {{"contract", "strict"}}).data<float>()[0], std::ldexp(1.0f, -11));
+  EXPECT_EQ(run_reference("Gemm", in, {{"contract", "strict"}}).data<float>()[0],
+            std::ldexp(1.0f, -11));
   EXPECT_EQ(run_reference("Gemm", in, {{"contract", "fma"}}).data<float>()[0],
             std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24));
 }
@@ -211,7 +217,8 @@ TEST(Semantics, QuantMatmulDequantFusedInt64Scale) {
   NamedTensors in;
   in.emplace("x", f16({1, 2}, {3, 0}));
   in.emplace("weight", i8({1, 2}, {5, 7}));
-  in.emplace("weight_scale", Tensor::from<int64_t>(D::kInt64, {1}, {(int64_t{0x12} << 32) | 0x3E800000}));
+  in.emplace("weight_scale",
+             Tensor::from<int64_t>(D::kInt64, {1}, {(int64_t{0x12} << 32) | 0x3E800000}));
   in.emplace("x_scale", f16({1}, {1.0f}));
   const Tensor y = run_reference("QuantMatmulDequant", in, {{"x_quant_mode", "pertensor"}});
   EXPECT_EQ(float16_to_float(y.data<uint16_t>()[0]), 3.75f);
@@ -219,9 +226,9 @@ TEST(Semantics, QuantMatmulDequantFusedInt64Scale) {
 
 TEST(Semantics, BatchBroadcastAndPerRowPerColumnParameters) {
   // a [2,1,2,1] (batch [2,1]) x b [3,1,2] (batch [3]) -> y [2,3,2,2]. K = 1, so y = requant of
-  // (a - za_row)(b - zb_col) * as_row * bs_col / ys. a_scale [2,1] per row = [1, 2]; b_scale [2] per
-  // column = [1, 0.5]; zero points 0; ys = 1. a values: batch0 = [1, 2], batch1 = [3, 4];
-  // b values: batch j = [j+1, 2(j+1)].
+  // (a - za_row)(b - zb_col) * as_row * bs_col / ys. a_scale [2,1] per row = [1, 2]; b_scale [2]
+  // per column = [1, 0.5]; zero points 0; ys = 1. a values: batch0 = [1, 2], batch1 = [3, 4]; b
+  // values: batch j = [j+1, 2(j+1)].
   NamedTensors in;
   in.emplace("a", u8({2, 1, 2, 1}, {1, 2, 3, 4}));
   in.emplace("b", u8({3, 1, 2}, {1, 2, 2, 4, 3, 6}));
@@ -246,15 +253,16 @@ TEST(Semantics, BatchBroadcastAndPerRowPerColumnParameters) {
     }
   }
   // 1-D a and b: [K] x [K] -> scalar.
-  NamedTensors v = qlm(u8({3}, {1, 2, 3}), u8({3}, {4, 5, 6}), 1, 1, 1, u8({}, {0}), u8({}, {0}), u8({}, {0}));
+  NamedTensors v =
+      qlm(u8({3}, {1, 2, 3}), u8({3}, {4, 5, 6}), 1, 1, 1, u8({}, {0}), u8({}, {0}), u8({}, {0}));
   const Tensor s = run_reference("QLinearMatMul", v, {});
   EXPECT_EQ(s.shape, Shape{});
   EXPECT_EQ(s.data<uint8_t>()[0], 32);  // 4 + 10 + 18
 }
 
 TEST(Semantics, EmptyDimensionsGiveEmptyOutputs) {
-  NamedTensors v = qlm(u8({0, 4}, {}), u8({4, 3}, std::vector<uint8_t>(12, 1)), 1, 1, 1, u8({}, {0}),
-                       u8({}, {0}), u8({}, {0}));
+  NamedTensors v = qlm(u8({0, 4}, {}), u8({4, 3}, std::vector<uint8_t>(12, 1)), 1, 1, 1,
+                       u8({}, {0}), u8({}, {0}), u8({}, {0}));
   EXPECT_EQ(run_reference("QLinearMatMul", v, {}).shape, (Shape{0, 3}));
   // K = 0: Gemm gives alpha * 0 + beta * C.
   NamedTensors g;

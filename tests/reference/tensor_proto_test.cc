@@ -1,10 +1,12 @@
-// The onnx.TensorProto wire-format reader of tests/support/tensor_proto.h on hand-made byte strings:
-// messages as onnx's Python helpers serialize them (packed repeated fields), the same values in
-// non-packed form, every storage field, and malformed input (truncations, bad wire types, out-of-range
-// values, unsupported fields and types), which must throw InvalidArgument and never crash.
+// The onnx.TensorProto wire-format reader of tests/support/tensor_proto.h on hand-made byte
+// strings: messages as onnx's Python helpers serialize them (packed repeated fields), the same
+// values in non-packed form, every storage field, and malformed input (truncations, bad wire types,
+// out-of-range values, unsupported fields and types), which must throw InvalidArgument and never
+// crash.
 #include "tests/support/tensor_proto.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -14,8 +16,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "reference/error.h"
 #include "tests/support/test_support.h"
@@ -64,7 +64,9 @@ Bytes le(const std::vector<T>& values) {
   return p;
 }
 
-Tensor parse(const Bytes& b, std::string* name = nullptr) { return parse_tensor_proto(b, "test.pb", name); }
+Tensor parse(const Bytes& b, std::string* name = nullptr) {
+  return parse_tensor_proto(b, "test.pb", name);
+}
 
 ::testing::AssertionResult throws_with(const Bytes& b, const std::string& needle) {
   try {
@@ -72,7 +74,8 @@ Tensor parse(const Bytes& b, std::string* name = nullptr) { return parse_tensor_
   } catch (const InvalidArgument& e) {
     const std::string msg = e.what();
     if (msg.find(needle) == std::string::npos || msg.find("test.pb") == std::string::npos) {
-      return ::testing::AssertionFailure() << "message '" << msg << "' lacks '" << needle << "' or the file";
+      return ::testing::AssertionFailure()
+             << "message '" << msg << "' lacks '" << needle << "' or the file";
     }
     return ::testing::AssertionSuccess();
   }
@@ -86,7 +89,8 @@ TEST(tensor_proto, Float32RawDataFromNumpyHelper) {
   std::string name;
   const Tensor t = parse(from_hex("0802080210014201784a100000c03f000000c00000000000004040"), &name);
   EXPECT_EQ(name, "x");
-  EXPECT_TRUE(testing::bit_equal(Tensor::from<float>(DType::kFloat32, {2, 2}, {1.5f, -2.f, 0.f, 3.f}), t));
+  EXPECT_TRUE(
+      testing::bit_equal(Tensor::from<float>(DType::kFloat32, {2, 2}, {1.5f, -2.f, 0.f, 3.f}), t));
 }
 
 TEST(tensor_proto, Int8PackedInt32DataWithNegativeValues) {
@@ -98,7 +102,8 @@ TEST(tensor_proto, Int8PackedInt32DataWithNegativeValues) {
 TEST(tensor_proto, Float16BitPatternsInInt32Data) {
   // helper.make_tensor("h", FLOAT16, [2], [1.0, -2.0]): int32_data = [0x3C00, 0xC000].
   const Tensor t = parse(from_hex("0802100a2a058078808003420168"));
-  EXPECT_TRUE(testing::bit_equal(Tensor::from<uint16_t>(DType::kFloat16, {2}, {0x3C00, 0xC000}), t));
+  EXPECT_TRUE(
+      testing::bit_equal(Tensor::from<uint16_t>(DType::kFloat16, {2}, {0x3C00, 0xC000}), t));
 }
 
 TEST(tensor_proto, PackedFloatDoubleUInt64AndInt64Data) {
@@ -118,7 +123,7 @@ TEST(tensor_proto, NonPackedRepeatedFields) {
   Bytes b;
   field_varint(b, 1, 2);  // dims, one key per value
   field_varint(b, 1, 1);
-  field_varint(b, 2, 2);  // UINT8
+  field_varint(b, 2, 2);    // UINT8
   field_varint(b, 5, 200);  // int32_data, one key per value
   field_varint(b, 5, 7);
   const Tensor t = parse(b);
@@ -143,14 +148,16 @@ TEST(tensor_proto, NonPackedRepeatedFields) {
     Bytes p = le<double>({v});
     d.insert(d.end(), p.begin(), p.end());
   }
-  EXPECT_TRUE(testing::bit_equal(Tensor::from<double>(DType::kFloat64, {2}, {0.1, -2.5}), parse(d)));
+  EXPECT_TRUE(
+      testing::bit_equal(Tensor::from<double>(DType::kFloat64, {2}, {0.1, -2.5}), parse(d)));
 
   Bytes u;  // uint64_data, int64_data one key each
   field_varint(u, 1, 2);
   field_varint(u, 2, 13);
   field_varint(u, 11, ~uint64_t{0});
   field_varint(u, 11, 3);
-  EXPECT_TRUE(testing::bit_equal(Tensor::from<uint64_t>(DType::kUInt64, {2}, {~uint64_t{0}, 3}), parse(u)));
+  EXPECT_TRUE(
+      testing::bit_equal(Tensor::from<uint64_t>(DType::kUInt64, {2}, {~uint64_t{0}, 3}), parse(u)));
 }
 
 TEST(tensor_proto, MixedPackedAndNonPackedDimsConcatenate) {
@@ -163,16 +170,18 @@ TEST(tensor_proto, MixedPackedAndNonPackedDimsConcatenate) {
   field_bytes(b, 7, packed(vals));
   const Tensor t = parse(b);
   EXPECT_EQ(t.shape, (Shape{2, 3, 1}));
-  EXPECT_TRUE(testing::bit_equal(Tensor::from<int64_t>(DType::kInt64, {2, 3, 1}, {0, -1, -2, -3, -4, -5}), t));
+  EXPECT_TRUE(testing::bit_equal(
+      Tensor::from<int64_t>(DType::kInt64, {2, 3, 1}, {0, -1, -2, -3, -4, -5}), t));
 }
 
 TEST(tensor_proto, EveryDTypeThroughRawData) {
-  for (DType d : {DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kInt32, DType::kUInt32,
-                  DType::kInt64, DType::kUInt64, DType::kFloat16, DType::kBFloat16, DType::kFloat32,
-                  DType::kFloat64, DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2,
-                  DType::kFloat8E5M2FNUZ}) {
+  for (DType d : {DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kInt32,
+                  DType::kUInt32, DType::kInt64, DType::kUInt64, DType::kFloat16, DType::kBFloat16,
+                  DType::kFloat32, DType::kFloat64, DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ,
+                  DType::kFloat8E5M2, DType::kFloat8E5M2FNUZ}) {
     Tensor expected(d, {3});
-    for (std::size_t i = 0; i < expected.bytes.size(); ++i) expected.bytes[i] = static_cast<uint8_t>(i * 37 + 1);
+    for (std::size_t i = 0; i < expected.bytes.size(); ++i)
+      expected.bytes[i] = static_cast<uint8_t>(i * 37 + 1);
     Bytes b;
     field_varint(b, 1, 3);
     field_varint(b, 2, static_cast<uint64_t>(testing::onnx_data_type(d)));
@@ -182,11 +191,14 @@ TEST(tensor_proto, EveryDTypeThroughRawData) {
 }
 
 TEST(tensor_proto, Int32DataForSmallTypesAndFloat8) {
-  struct Case { DType d; std::vector<int64_t> values; };
-  for (const Case& c : {Case{DType::kInt16, {-32768, 32767}}, Case{DType::kUInt16, {0, 65535}},
-                        Case{DType::kInt32, {-2147483648LL, 2147483647}},
-                        Case{DType::kBFloat16, {0x3F80, 0xFFC0}},
-                        Case{DType::kFloat8E4M3FN, {0x7E, 0xFF}}, Case{DType::kFloat8E5M2FNUZ, {0x80, 0x01}}}) {
+  struct Case {
+    DType d;
+    std::vector<int64_t> values;
+  };
+  for (const Case& c :
+       {Case{DType::kInt16, {-32768, 32767}}, Case{DType::kUInt16, {0, 65535}},
+        Case{DType::kInt32, {-2147483648LL, 2147483647}}, Case{DType::kBFloat16, {0x3F80, 0xFFC0}},
+        Case{DType::kFloat8E4M3FN, {0x7E, 0xFF}}, Case{DType::kFloat8E5M2FNUZ, {0x80, 0x01}}}) {
     Bytes b;
     field_varint(b, 1, 2);
     field_varint(b, 2, static_cast<uint64_t>(testing::onnx_data_type(c.d)));
@@ -211,10 +223,10 @@ TEST(tensor_proto, Int32DataForSmallTypesAndFloat8) {
 
 TEST(tensor_proto, ScalarEmptyUnknownFieldsAndLastValueWins) {
   Bytes b;
-  field_varint(b, 2, 3);  // INT8, overridden below
+  field_varint(b, 2, 3);                     // INT8, overridden below
   field_bytes(b, 12, Bytes{'d', 'o', 'c'});  // doc_string: skipped
-  field_varint(b, 99, 5);                   // unknown varint field: skipped
-  key(b, 98, 1);                            // unknown fixed64 field: skipped
+  field_varint(b, 99, 5);                    // unknown varint field: skipped
+  key(b, 98, 1);                             // unknown fixed64 field: skipped
   for (int i = 0; i < 8; ++i) b.push_back(0xFF);
   field_varint(b, 2, 6);  // INT32 (last value wins)
   field_bytes(b, 9, le<int32_t>({-7}));
@@ -230,11 +242,12 @@ TEST(tensor_proto, ScalarEmptyUnknownFieldsAndLastValueWins) {
   EXPECT_TRUE(empty.bytes.empty());
 }
 
-// --- Rejections ------------------------------------------------------------------------------------
+// --- Rejections
+// ------------------------------------------------------------------------------------
 
 TEST(tensor_proto, TruncatedAtEveryLength) {
-  // Every proper prefix of a valid message must throw InvalidArgument (the data field is last, so no
-  // prefix is a complete tensor).
+  // Every proper prefix of a valid message must throw InvalidArgument (the data field is last, so
+  // no prefix is a complete tensor).
   Bytes full;
   field_bytes(full, 1, packed({2, 2}));
   field_varint(full, 2, 1);
@@ -251,11 +264,13 @@ TEST(tensor_proto, TruncatedAtEveryLength) {
 
 TEST(tensor_proto, TruncatedFileOnDisk) {
   Bytes full = from_hex("0802080210014201784a100000c03f000000c00000000000004040");
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("mmtune_tensor_proto_" + std::to_string(::getpid()) + ".pb")).string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("mmtune_tensor_proto_" + std::to_string(::getpid()) + ".pb"))
+                               .string();
   {
     std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(full.data()), static_cast<std::streamsize>(full.size() - 5));
+    out.write(reinterpret_cast<const char*>(full.data()),
+              static_cast<std::streamsize>(full.size() - 5));
   }
   try {
     read_tensor_proto(path);
@@ -266,10 +281,12 @@ TEST(tensor_proto, TruncatedFileOnDisk) {
   }
   {
     std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(full.data()), static_cast<std::streamsize>(full.size()));
+    out.write(reinterpret_cast<const char*>(full.data()),
+              static_cast<std::streamsize>(full.size()));
   }
-  EXPECT_TRUE(testing::bit_equal(Tensor::from<float>(DType::kFloat32, {2, 2}, {1.5f, -2.f, 0.f, 3.f}),
-                                 read_tensor_proto(path)));
+  EXPECT_TRUE(
+      testing::bit_equal(Tensor::from<float>(DType::kFloat32, {2, 2}, {1.5f, -2.f, 0.f, 3.f}),
+                         read_tensor_proto(path)));
   std::filesystem::remove(path);
   EXPECT_THROW(read_tensor_proto(path), InvalidArgument);
 }
@@ -408,9 +425,15 @@ TEST(tensor_proto, FuzzedBytesOnlyThrowInvalidArgument) {
     for (int e = 0; e < edits; ++e) {
       const std::size_t pos = rng() % b.size();
       switch (rng() % 3) {
-        case 0: b[pos] = static_cast<uint8_t>(rng()); break;
-        case 1: b.erase(b.begin() + static_cast<std::ptrdiff_t>(pos)); break;
-        default: b.insert(b.begin() + static_cast<std::ptrdiff_t>(pos), static_cast<uint8_t>(rng())); break;
+        case 0:
+          b[pos] = static_cast<uint8_t>(rng());
+          break;
+        case 1:
+          b.erase(b.begin() + static_cast<std::ptrdiff_t>(pos));
+          break;
+        default:
+          b.insert(b.begin() + static_cast<std::ptrdiff_t>(pos), static_cast<uint8_t>(rng()));
+          break;
       }
       if (b.empty()) b.push_back(0);
     }
@@ -421,7 +444,8 @@ TEST(tensor_proto, FuzzedBytesOnlyThrowInvalidArgument) {
     } catch (const InvalidArgument&) {
     }
   }
-  std::cout << "[tensor_proto fuzz] 20000 mutated messages, " << accepted << " still valid tensors\n";
+  std::cout << "[tensor_proto fuzz] 20000 mutated messages, " << accepted
+            << " still valid tensors\n";
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
-// Invalid input is rejected before anything is computed, with a sentence naming the input, its value
-// and the rule: one case per class of rule and operator (a table, each row mutating a valid call).
+// Invalid input is rejected before anything is computed, with a sentence naming the input, its
+// value and the rule: one case per class of rule and operator (a table, each row mutating a valid
+// call).
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <functional>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "reference/codecs.h"
 #include "reference/registry.h"
@@ -16,15 +17,33 @@ Tensor filled(DType t, Shape s, double v) {
   Tensor r(t, std::move(s));
   for (int64_t i = 0; i < r.numel(); ++i) {
     switch (t) {
-      case DType::kInt8: r.data<int8_t>()[i] = static_cast<int8_t>(v); break;
-      case DType::kUInt8: r.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
-      case DType::kInt32: r.data<int32_t>()[i] = static_cast<int32_t>(v); break;
-      case DType::kInt64: r.data<int64_t>()[i] = static_cast<int64_t>(v); break;
-      case DType::kFloat32: r.data<float>()[i] = static_cast<float>(v); break;
-      case DType::kFloat64: r.data<double>()[i] = v; break;
-      case DType::kFloat16: r.data<uint16_t>()[i] = float_to_float16(static_cast<float>(v)); break;
-      case DType::kBFloat16: r.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
-      default: r.data<uint8_t>()[i] = float_to_float8(t, static_cast<float>(v), true); break;
+      case DType::kInt8:
+        r.data<int8_t>()[i] = static_cast<int8_t>(v);
+        break;
+      case DType::kUInt8:
+        r.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+        break;
+      case DType::kInt32:
+        r.data<int32_t>()[i] = static_cast<int32_t>(v);
+        break;
+      case DType::kInt64:
+        r.data<int64_t>()[i] = static_cast<int64_t>(v);
+        break;
+      case DType::kFloat32:
+        r.data<float>()[i] = static_cast<float>(v);
+        break;
+      case DType::kFloat64:
+        r.data<double>()[i] = v;
+        break;
+      case DType::kFloat16:
+        r.data<uint16_t>()[i] = float_to_float16(static_cast<float>(v));
+        break;
+      case DType::kBFloat16:
+        r.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v));
+        break;
+      default:
+        r.data<uint8_t>()[i] = float_to_float8(t, static_cast<float>(v), true);
+        break;
     }
   }
   return r;
@@ -38,10 +57,14 @@ struct Call {
 
 Call qlinear_matmul() {
   return {"QLinearMatMul",
-          {{"a", filled(DType::kUInt8, {2, 4}, 3)}, {"a_scale", filled(DType::kFloat32, {}, 0.5)},
-           {"a_zero_point", filled(DType::kUInt8, {}, 1)}, {"b", filled(DType::kUInt8, {4, 3}, 5)},
-           {"b_scale", filled(DType::kFloat32, {}, 0.25)}, {"b_zero_point", filled(DType::kUInt8, {}, 2)},
-           {"y_scale", filled(DType::kFloat32, {}, 0.5)}, {"y_zero_point", filled(DType::kUInt8, {}, 7)}},
+          {{"a", filled(DType::kUInt8, {2, 4}, 3)},
+           {"a_scale", filled(DType::kFloat32, {}, 0.5)},
+           {"a_zero_point", filled(DType::kUInt8, {}, 1)},
+           {"b", filled(DType::kUInt8, {4, 3}, 5)},
+           {"b_scale", filled(DType::kFloat32, {}, 0.25)},
+           {"b_zero_point", filled(DType::kUInt8, {}, 2)},
+           {"y_scale", filled(DType::kFloat32, {}, 0.5)},
+           {"y_zero_point", filled(DType::kUInt8, {}, 7)}},
           {}};
 }
 
@@ -56,23 +79,29 @@ Call qlinear_matmul_f8() {
 
 Call gemm() {
   return {"Gemm",
-          {{"A", filled(DType::kFloat32, {2, 3}, 1)}, {"B", filled(DType::kFloat32, {3, 4}, 2)},
+          {{"A", filled(DType::kFloat32, {2, 3}, 1)},
+           {"B", filled(DType::kFloat32, {3, 4}, 2)},
            {"C", filled(DType::kFloat32, {4}, 1)}},
           {}};
 }
 
 Call qgemm() {
   return {"QGemm",
-          {{"A", filled(DType::kUInt8, {2, 3}, 1)}, {"a_scale", filled(DType::kFloat32, {}, 0.1)},
-           {"a_zero_point", filled(DType::kUInt8, {}, 1)}, {"B", filled(DType::kInt8, {3, 4}, 2)},
-           {"b_scale", filled(DType::kFloat32, {4}, 0.2)}, {"b_zero_point", filled(DType::kInt8, {4}, 0)},
-           {"y_scale", filled(DType::kFloat32, {}, 0.3)}, {"y_zero_point", filled(DType::kUInt8, {}, 128)}},
+          {{"A", filled(DType::kUInt8, {2, 3}, 1)},
+           {"a_scale", filled(DType::kFloat32, {}, 0.1)},
+           {"a_zero_point", filled(DType::kUInt8, {}, 1)},
+           {"B", filled(DType::kInt8, {3, 4}, 2)},
+           {"b_scale", filled(DType::kFloat32, {4}, 0.2)},
+           {"b_zero_point", filled(DType::kInt8, {4}, 0)},
+           {"y_scale", filled(DType::kFloat32, {}, 0.3)},
+           {"y_zero_point", filled(DType::kUInt8, {}, 128)}},
           {}};
 }
 
 Call qmd() {
   return {"QuantMatmulDequant",
-          {{"x", filled(DType::kFloat16, {2, 16}, 0.5)}, {"weight", filled(DType::kInt8, {32, 16}, 3)},
+          {{"x", filled(DType::kFloat16, {2, 16}, 0.5)},
+           {"weight", filled(DType::kInt8, {32, 16}, 3)},
            {"weight_scale", filled(DType::kFloat32, {32}, 0.01)}},
           {}};
 }
@@ -103,9 +132,13 @@ std::vector<Case> cases() {
   using D = DType;
   return {
       // --- ranks and shapes
-      {"qlm_rank0_a", [] { return with(qlinear_matmul(), "a", filled(D::kUInt8, {}, 1)); },
+      {"qlm_rank0_a",
+       [] { return with(qlinear_matmul(), "a", filled(D::kUInt8, {}, 1)); },
        {"QLinearMatMul", "a is a scalar", "rank >= 1"}},
-      {"qlm_k_mismatch", [] { return with(qlinear_matmul(), "b", filled(D::kUInt8, {5, 3}, 1)); },
+      {"qlm_k_mismatch",
+       [] {
+         return with(qlinear_matmul(), "b", filled(D::kUInt8, {5, 3}, 1));
+       },
        {"a has shape [2,4]", "b has shape [5,3]", "K=4"}},
       {"qlm_batch_not_broadcast",
        [] {
@@ -113,38 +146,70 @@ std::vector<Case> cases() {
          return with(c, "b", filled(D::kUInt8, {3, 4, 3}, 1));
        },
        {"batch dims", "[2]", "[3]", "do not broadcast"}},
-      {"gemm_rank3", [] { return with(gemm(), "A", filled(D::kFloat32, {1, 2, 3}, 1)); },
+      {"gemm_rank3",
+       [] {
+         return with(gemm(), "A", filled(D::kFloat32, {1, 2, 3}, 1));
+       },
        {"Gemm", "A has shape [1,2,3]", "rank 2"}},
-      {"gemm_k_mismatch", [] { return attr(gemm(), "transA", "1"); },
+      {"gemm_k_mismatch",
+       [] { return attr(gemm(), "transA", "1"); },
        {"Gemm", "transA=1", "inner dimensions differ"}},
-      {"gemm_c_not_broadcast", [] { return with(gemm(), "C", filled(D::kFloat32, {3}, 1)); },
+      {"gemm_c_not_broadcast",
+       [] { return with(gemm(), "C", filled(D::kFloat32, {3}, 1)); },
        {"C has shape [3]", "(M, N) = [2,4]"}},
-      {"qgemm_k_mismatch", [] { return with(qgemm(), "B", filled(D::kInt8, {4, 4}, 1)); },
+      {"qgemm_k_mismatch",
+       [] {
+         return with(qgemm(), "B", filled(D::kInt8, {4, 4}, 1));
+       },
        {"QGemm", "inner dimensions differ"}},
-      {"qgemm_c_shape", [] { return with(qgemm(), "C", filled(D::kInt32, {2, 3}, 1)); },
+      {"qgemm_c_shape",
+       [] {
+         return with(qgemm(), "C", filled(D::kInt32, {2, 3}, 1));
+       },
        {"QGemm", "C has shape [2,3]"}},
-      {"qmd_k_mismatch", [] { return with(qmd(), "weight", filled(D::kInt8, {32, 8}, 1)); },
+      {"qmd_k_mismatch",
+       [] {
+         return with(qmd(), "weight", filled(D::kInt8, {32, 8}, 1));
+       },
        {"QuantMatmulDequant", "k differs"}},
-      {"qmd_weight_scale_len", [] { return with(qmd(), "weight_scale", filled(D::kFloat32, {16}, 1)); },
+      {"qmd_weight_scale_len",
+       [] { return with(qmd(), "weight_scale", filled(D::kFloat32, {16}, 1)); },
        {"weight_scale has shape [16]", "(32,)"}},
       // --- dtypes
-      {"qlm_zero_point_dtype", [] { return with(qlinear_matmul(), "a_zero_point", filled(D::kInt8, {}, 1)); },
+      {"qlm_zero_point_dtype",
+       [] { return with(qlinear_matmul(), "a_zero_point", filled(D::kInt8, {}, 1)); },
        {"a_zero_point has dtype int8", "a has dtype uint8", "must be the same"}},
-      {"qlm_bad_input_dtype", [] { return with(qlinear_matmul(), "a", filled(D::kInt32, {2, 4}, 1)); },
+      {"qlm_bad_input_dtype",
+       [] {
+         return with(qlinear_matmul(), "a", filled(D::kInt32, {2, 4}, 1));
+       },
        {"a has dtype int32", "int8, uint8"}},
       {"qlm_v10_float16_scale",
-       [] { return attr(with(qlinear_matmul(), "a_scale", filled(D::kFloat16, {}, 0.5)), "opset", "10"); },
+       [] {
+         return attr(with(qlinear_matmul(), "a_scale", filled(D::kFloat16, {}, 0.5)), "opset",
+                     "10");
+       },
        {"QLinearMatMul-10", "a_scale has dtype float16", "float32"}},
-      {"qlm_v10_float8", [] { return attr(qlinear_matmul_f8(), "opset", "10"); },
+      {"qlm_v10_float8",
+       [] { return attr(qlinear_matmul_f8(), "opset", "10"); },
        {"QLinearMatMul-10", "float8e4m3fn"}},
-      {"qlm_scale_types_differ", [] { return with(qlinear_matmul(), "y_scale", filled(D::kFloat16, {}, 0.5)); },
+      {"qlm_scale_types_differ",
+       [] { return with(qlinear_matmul(), "y_scale", filled(D::kFloat16, {}, 0.5)); },
        {"y_scale has dtype float16", "a_scale has dtype float32"}},
-      {"qlm_mixed_float8_int8", [] { return with(with(qlinear_matmul_f8(), "y_zero_point", filled(D::kUInt8, {}, 0)), "y_scale", filled(D::kFloat32, {}, 1)); },
+      {"qlm_mixed_float8_int8",
+       [] {
+         return with(with(qlinear_matmul_f8(), "y_zero_point", filled(D::kUInt8, {}, 0)), "y_scale",
+                     filled(D::kFloat32, {}, 1));
+       },
        {"all 8-bit integers or all float8"}},
       {"gemm_unsupported_type",
-       [] { return with(with(without(gemm(), "C"), "A", filled(D::kInt8, {2, 3}, 1)), "B", filled(D::kInt8, {3, 4}, 1)); },
+       [] {
+         return with(with(without(gemm(), "C"), "A", filled(D::kInt8, {2, 3}, 1)), "B",
+                     filled(D::kInt8, {3, 4}, 1));
+       },
        {"A has dtype int8", "float16, float32, float64, uint32, uint64, int32, int64 or bfloat16"}},
-      {"gemm_c_dtype", [] { return with(gemm(), "C", filled(D::kFloat64, {4}, 1)); },
+      {"gemm_c_dtype",
+       [] { return with(gemm(), "C", filled(D::kFloat64, {4}, 1)); },
        {"C has dtype float64", "A has dtype float32"}},
       {"qgemm_int8_a_uint8_b",
        [] {
@@ -155,9 +220,13 @@ std::vector<Case> cases() {
          return with(c, "b_zero_point", filled(D::kUInt8, {4}, 0));
        },
        {"A is int8 and B is uint8", "supported pairs"}},
-      {"qgemm_output_type", [] { return with(qgemm(), "y_zero_point", filled(D::kInt8, {}, 1)); },
+      {"qgemm_output_type",
+       [] { return with(qgemm(), "y_zero_point", filled(D::kInt8, {}, 1)); },
        {"y_zero_point has dtype int8", "A has dtype uint8"}},
-      {"qmd_x_dtype", [] { return with(qmd(), "x", filled(D::kFloat32, {2, 16}, 1)); },
+      {"qmd_x_dtype",
+       [] {
+         return with(qmd(), "x", filled(D::kFloat32, {2, 16}, 1));
+       },
        {"x has dtype float32", "float16"}},
       {"qmd_fused_scale_needs_f16_pertensor",
        [] {
@@ -167,24 +236,35 @@ std::vector<Case> cases() {
        },
        {"x_scale has dtype float32", "float16"}},
       // --- scale / zero-point shapes
-      {"qlm_a_scale_1d_per_row", [] { return with(qlinear_matmul(), "a_scale", filled(D::kFloat32, {2}, 0.5)); },
+      {"qlm_a_scale_1d_per_row",
+       [] { return with(qlinear_matmul(), "a_scale", filled(D::kFloat32, {2}, 0.5)); },
        {"a_scale has shape [2]", "a has shape [2,4]", "[2,1]", "per row"}},
-      {"qlm_b_zero_point_rows", [] { return with(qlinear_matmul(), "b_zero_point", filled(D::kUInt8, {4, 1}, 1)); },
+      {"qlm_b_zero_point_rows",
+       [] {
+         return with(qlinear_matmul(), "b_zero_point", filled(D::kUInt8, {4, 1}, 1));
+       },
        {"b_zero_point has shape [4,1]", "per column"}},
-      {"qlm_y_scale_vector", [] { return with(qlinear_matmul(), "y_scale", filled(D::kFloat32, {3}, 0.5)); },
+      {"qlm_y_scale_vector",
+       [] { return with(qlinear_matmul(), "y_scale", filled(D::kFloat32, {3}, 0.5)); },
        {"y_scale has shape [3]", "scalar or have shape [1]"}},
-      {"qgemm_a_scale_vector", [] { return with(qgemm(), "a_scale", filled(D::kFloat32, {2}, 0.1)); },
+      {"qgemm_a_scale_vector",
+       [] { return with(qgemm(), "a_scale", filled(D::kFloat32, {2}, 0.1)); },
        {"a_scale has shape [2]"}},
-      {"qgemm_b_zero_point_len", [] { return with(qgemm(), "b_zero_point", filled(D::kInt8, {1}, 0)); },
+      {"qgemm_b_zero_point_len",
+       [] { return with(qgemm(), "b_zero_point", filled(D::kInt8, {1}, 0)); },
        {"b_zero_point has shape [1]", "b_scale has shape [4]"}},
-      {"qmd_pertoken_x_scale_len", [] { return with(qmd(), "x_scale", filled(D::kFloat32, {3}, 0.5)); },
+      {"qmd_pertoken_x_scale_len",
+       [] { return with(qmd(), "x_scale", filled(D::kFloat32, {3}, 0.5)); },
        {"x_scale has shape [3]", "pertoken", "(2,)"}},
       // --- scale values
-      {"qlm_zero_scale", [] { return with(qlinear_matmul(), "b_scale", filled(D::kFloat32, {}, 0)); },
+      {"qlm_zero_scale",
+       [] { return with(qlinear_matmul(), "b_scale", filled(D::kFloat32, {}, 0)); },
        {"b_scale = 0", "finite and > 0"}},
-      {"qlm_negative_scale", [] { return with(qlinear_matmul(), "a_scale", filled(D::kFloat32, {}, -0.5)); },
+      {"qlm_negative_scale",
+       [] { return with(qlinear_matmul(), "a_scale", filled(D::kFloat32, {}, -0.5)); },
        {"a_scale = -0.5", "finite and > 0"}},
-      {"qlm_nan_scale", [] { return with(qlinear_matmul(), "y_scale", filled(D::kFloat32, {}, kNaN)); },
+      {"qlm_nan_scale",
+       [] { return with(qlinear_matmul(), "y_scale", filled(D::kFloat32, {}, kNaN)); },
        {"y_scale = nan", "finite"}},
       {"qlm_inf_per_column_scale",
        [] {
@@ -201,9 +281,11 @@ std::vector<Case> cases() {
          return with(c, "y_scale", filled(D::kFloat16, {}, 0.001));
        },
        {"overflows float16", "must be finite"}},
-      {"qgemm_nan_y_scale", [] { return with(qgemm(), "y_scale", filled(D::kFloat32, {}, kNaN)); },
+      {"qgemm_nan_y_scale",
+       [] { return with(qgemm(), "y_scale", filled(D::kFloat32, {}, kNaN)); },
        {"y_scale = nan"}},
-      {"qmd_zero_weight_scale", [] { return with(qmd(), "weight_scale", filled(D::kFloat32, {32}, 0)); },
+      {"qmd_zero_weight_scale",
+       [] { return with(qmd(), "weight_scale", filled(D::kFloat32, {32}, 0)); },
        {"weight_scale[flat index 0] = 0"}},
       {"qmd_fused_scale_nan_bits",
        [] {
@@ -225,28 +307,43 @@ std::vector<Case> cases() {
        },
        {"a_zero_point holds the float8e4m3fn pattern 0x80", "must be +0"}},
       // --- optional-input rules
-      {"qgemm_y_zero_point_without_y_scale", [] { return without(qgemm(), "y_scale"); },
+      {"qgemm_y_zero_point_without_y_scale",
+       [] { return without(qgemm(), "y_scale"); },
        {"y_zero_point is given without y_scale"}},
-      {"qmd_x_offset_given", [] { return with(qmd(), "x_offset", filled(D::kFloat32, {}, 0)); },
+      {"qmd_x_offset_given",
+       [] { return with(qmd(), "x_offset", filled(D::kFloat32, {}, 0)); },
        {"x_offset is given"}},
-      {"qmd_dynamic_pertensor", [] { return attr(qmd(), "x_quant_mode", "pertensor"); },
+      {"qmd_dynamic_pertensor",
+       [] { return attr(qmd(), "x_quant_mode", "pertensor"); },
        {"dynamic quantization", "per token only"}},
       // --- names and attributes
-      {"missing_input", [] { return without(qlinear_matmul(), "y_scale"); },
+      {"missing_input",
+       [] { return without(qlinear_matmul(), "y_scale"); },
        {"input y_scale is required but missing"}},
-      {"unknown_input", [] { return with(gemm(), "D", filled(D::kFloat32, {}, 0)); },
+      {"unknown_input",
+       [] { return with(gemm(), "D", filled(D::kFloat32, {}, 0)); },
        {"no input named 'D'", "A, B, C?"}},
-      {"unknown_attribute", [] { return attr(gemm(), "gamma", "1"); },
+      {"unknown_attribute",
+       [] { return attr(gemm(), "gamma", "1"); },
        {"no attribute named 'gamma'"}},
-      {"bad_int_attribute", [] { return attr(gemm(), "transA", "yes"); },
+      {"bad_int_attribute",
+       [] { return attr(gemm(), "transA", "yes"); },
        {"transA=yes is not an integer"}},
-      {"bad_float_attribute", [] { return attr(gemm(), "alpha", "1.5x"); },
+      {"bad_float_attribute",
+       [] { return attr(gemm(), "alpha", "1.5x"); },
        {"alpha=1.5x is not a number"}},
-      {"bad_enum_attribute", [] { return attr(qlinear_matmul(), "requant", "float16"); },
+      {"bad_enum_attribute",
+       [] { return attr(qlinear_matmul(), "requant", "float16"); },
        {"requant=float16 is not one of float32, float64"}},
-      {"bad_opset", [] { return attr(qlinear_matmul(), "opset", "13"); },
+      {"bad_opset",
+       [] { return attr(qlinear_matmul(), "opset", "13"); },
        {"opset = 13", "versions 10 and 21"}},
-      {"unknown_operator", [] { Call c = gemm(); c.op = "MatMulInteger"; return c; },
+      {"unknown_operator",
+       [] {
+         Call c = gemm();
+         c.op = "MatMulInteger";
+         return c;
+       },
        {"unknown operator 'MatMulInteger'", "QLinearMatMul, Gemm, QGemm, QuantMatmulDequant"}},
   };
 }
@@ -264,7 +361,8 @@ TEST_P(Validation, RejectsWithASentenceNamingInputValueAndRule) {
   } catch (const InvalidArgument& e) {
     const std::string msg = e.what();
     for (const std::string& part : c.message_parts) {
-      EXPECT_NE(msg.find(part), std::string::npos) << c.name << ": '" << part << "' not in: " << msg;
+      EXPECT_NE(msg.find(part), std::string::npos)
+          << c.name << ": '" << part << "' not in: " << msg;
     }
   }
 }

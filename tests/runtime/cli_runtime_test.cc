@@ -1,14 +1,13 @@
 // `mmtune run --impl runtime|halide` end to end on the seed examples, bit for bit against
 // `--impl reference`; the --params option; and a user's program linking mmtune::runtime alone (it
 // runs, and libHalide is not among its libraries).
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "autotune/npy.h"
@@ -52,7 +51,9 @@ nlohmann::json load(const std::string& file) {
 // kernels, the float16-scale ones on the reference path) and the Gemm ones through the JIT, with
 // the shipped default schedule (and once with --params).
 TEST_F(CliImpl, SeedExamplesMatchTheReferenceBitForBit) {
-  std::ofstream(path("params.json")) << R"({"template": "cpu_matmul", "tile_rows": 3, "tile_vectors": 1, "k_unroll": 2, "n_block": 0, "pack_b": false, "parallel": false})";
+  std::ofstream(path("params.json"))
+      << R"({"template": "cpu_matmul", "tile_rows": 3, "tile_vectors": 1, "k_unroll": 2,)"
+      << R"( "n_block": 0, "pack_b": false, "parallel": false})";
   int runs = 0, kernel_runs = 0, gemm_cases = 0, covered_cases = 0;
   for (const char* file : {"qlinearmatmul_examples.json", "gemm_examples.json"}) {
     const nlohmann::json doc = load(file);
@@ -65,7 +66,8 @@ TEST_F(CliImpl, SeedExamplesMatchTheReferenceBitForBit) {
       std::vector<std::pair<std::string, std::string>> impls = {{"runtime", ""}};
       // Shipped: every Gemm type; QLinearMatMul int8/uint8 with float32 scales.
       bool covered = c.at("op") == "Gemm";
-      for (const auto& input : c.at("inputs")) covered |= input.at("name") == "a_scale" && input.at("dtype") == "float32";
+      for (const auto& input : c.at("inputs"))
+        covered |= input.at("name") == "a_scale" && input.at("dtype") == "float32";
       covered_cases += covered;
       if (c.at("op") == "Gemm") {
         // Each JIT run compiles its kernel (about a second): --params on the first case only.
@@ -78,7 +80,8 @@ TEST_F(CliImpl, SeedExamplesMatchTheReferenceBitForBit) {
         ASSERT_EQ(r.exit_code, 0) << name << " --impl " << impl << extra << ": " << r.err;
         EXPECT_NE(r.out.find("(" + impl + "): wrote"), std::string::npos) << r.out;
         EXPECT_TRUE(testing::bit_equal(expected, read_npy(out), name + " --impl " + impl + extra));
-        if (impl == "runtime" && r.out.find("  runtime: reference:") == std::string::npos) ++kernel_runs;
+        if (impl == "runtime" && r.out.find("  runtime: reference:") == std::string::npos)
+          ++kernel_runs;
         if (!extra.empty()) {
           EXPECT_NE(r.out.find("\"tile_rows\":3"), std::string::npos) << r.out;
         }
@@ -89,7 +92,8 @@ TEST_F(CliImpl, SeedExamplesMatchTheReferenceBitForBit) {
   EXPECT_EQ(runs, 24 + gemm_cases + 1);  // every seed case; the Gemm ones through the JIT too
   EXPECT_GT(gemm_cases, 0);
   if (runtime::kernel_target() != "none") {
-    EXPECT_EQ(kernel_runs, covered_cases);  // the covered cases ran on kernels, the others on the reference
+    EXPECT_EQ(kernel_runs,
+              covered_cases);  // the covered cases ran on kernels, the others on the reference
     EXPECT_GT(covered_cases, gemm_cases);
   }
   std::cout << "[runtime] " << runs << " seed runs through --impl runtime/halide bit-exact\n";
@@ -97,23 +101,28 @@ TEST_F(CliImpl, SeedExamplesMatchTheReferenceBitForBit) {
 
 TEST_F(CliImpl, TheQLinearMatMulExampleFolder) {
   const std::string in = testing::source_dir() + "/examples/qlinearmatmul_u8";
-  const CliResult ref = run("run --op QLinearMatMul --input-dir " + in + " --output " + path("ref.npy"));
+  const CliResult ref =
+      run("run --op QLinearMatMul --input-dir " + in + " --output " + path("ref.npy"));
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   for (const char* impl : {"runtime", "halide"}) {
-    const CliResult r = run(std::string("run --op QLinearMatMul --impl ") + impl + " --input-dir " + in +
-                         " --output " + path(std::string(impl) + ".npy"));
-    if (r.exit_code == 1 && r.err.find("no Halide") != std::string::npos) continue;  // JIT not there yet
+    const CliResult r = run(std::string("run --op QLinearMatMul --impl ") + impl + " --input-dir " +
+                            in + " --output " + path(std::string(impl) + ".npy"));
+    if (r.exit_code == 1 && r.err.find("no Halide") != std::string::npos)
+      continue;  // JIT not there yet
     ASSERT_EQ(r.exit_code, 0) << impl << ": " << r.err;
-    EXPECT_TRUE(testing::bit_equal(read_npy(path("ref.npy")), read_npy(path(std::string(impl) + ".npy")), impl));
+    EXPECT_TRUE(testing::bit_equal(read_npy(path("ref.npy")),
+                                   read_npy(path(std::string(impl) + ".npy")), impl));
   }
 }
 
 TEST_F(CliImpl, ParamsErrors) {
-  const std::string base = "run --op Gemm --input A=" + path("A.npy") + " --input B=" + path("B.npy");
+  const std::string base =
+      "run --op Gemm --input A=" + path("A.npy") + " --input B=" + path("B.npy");
   write_npy(path("A.npy"), Tensor::from<float>(DType::kFloat32, {1, 2}, {1, 2}));
   write_npy(path("B.npy"), Tensor::from<float>(DType::kFloat32, {2, 1}, {3, 4}));
   std::ofstream(path("bad.json")) << R"({"template": "cpu_matmul", "tile_cols": 4})";
-  std::ofstream(path("huge.json")) << R"({"template": "cpu_matmul", "tile_rows": 16, "tile_vectors": 8})";
+  std::ofstream(path("huge.json"))
+      << R"({"template": "cpu_matmul", "tile_rows": 16, "tile_vectors": 8})";
   struct Case {
     std::string args;
     std::string message;
@@ -123,7 +132,8 @@ TEST_F(CliImpl, ParamsErrors) {
       {base + " --impl halide --params " + path("missing.json"), "cannot be read"},
       {base + " --impl halide --params " + path("bad.json"), "cpu_matmul has no knob 'tile_cols'"},
       {base + " --impl halide --params " + path("huge.json"), "vector registers"},
-      {base + " --impl jit", "--impl jit is not an implementation; implementations: reference, halide, runtime"},
+      {base + " --impl jit",
+       "--impl jit is not an implementation; implementations: reference, halide, runtime"},
   };
   for (const Case& c : cases) {
     const CliResult r = run(c.args + " --output " + path("y.npy"));
@@ -135,7 +145,8 @@ TEST_F(CliImpl, ParamsErrors) {
 
 // The example program (runtime/examples/gemm_example.cc) is built next to the mmtune binary.
 TEST_F(CliImpl, AUserProgramLinksTheRuntimeWithoutLibHalide) {
-  const std::string example = (fs::path(testing::cli_path()).parent_path() / "mmtune_runtime_example").string();
+  const std::string example =
+      (fs::path(testing::cli_path()).parent_path() / "mmtune_runtime_example").string();
   ASSERT_TRUE(fs::exists(example)) << example;
   const CliResult r = sh("'" + example + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -2,12 +2,12 @@
 // reference (and say so), validation identical to the reference's, Halide runtime errors mapped to
 // KernelError, threads, CPU checks, and the kernel names of the linked table and the shipped
 // databases against docs/naming.md.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
-#include <thread>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "autotune/kernel_key.h"
 #include "autotune/kernel_naming.h"
@@ -33,7 +33,9 @@ using runtime::KernelTable;
 
 // ---- Selection over a table made here (no kernel is called) ----
 
-const char* kF32 = "A.type=float32 B.type=float32 C.type=float32 Y.type=float32 contract=strict has_c=true trans_a=false trans_b=false";
+const char* kF32 =
+    "A.type=float32 B.type=float32 C.type=float32 Y.type=float32 contract=strict has_c=true "
+    "trans_a=false trans_b=false";
 
 KernelTable synthetic_table() {
   static const KernelEntry entries[] = {
@@ -49,10 +51,14 @@ std::map<std::string, std::string> f32_identity() { return runtime::parse_params
 
 TEST(Select, BucketContainingTheShapeWins) {
   const KernelTable t = synthetic_table();
-  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 1, 100, 100).kernel->name, "small_m");
-  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 3, 100, 100).kernel->name, "small_m");
-  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 4, 100, 100).kernel->name, "mid_m");
-  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 500, 2048, 100).kernel->name, "wide_n");
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 1, 100, 100).kernel->name,
+               "small_m");
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 3, 100, 100).kernel->name,
+               "small_m");
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 4, 100, 100).kernel->name,
+               "mid_m");
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 500, 2048, 100).kernel->name,
+               "wide_n");
   const auto s = runtime::select_kernel(t, "Gemm", f32_identity(), 64, 1, 1);
   EXPECT_EQ(s.reason, "bucket m 4..64 contains M=64 N=1 K=1");
 }
@@ -74,9 +80,11 @@ TEST(Select, AnotherIdentityOrOperatorHasNoKernel) {
   EXPECT_EQ(s.kernel, nullptr);
   EXPECT_EQ(s.reason,
             "no Gemm kernel in this build (x86-64-linux-avx2-fma-f16c) computes A.type=float32 "
-            "B.type=float32 C.type=float32 Y.type=float32 contract=fma has_c=true trans_a=false trans_b=false");
+            "B.type=float32 C.type=float32 Y.type=float32 contract=fma has_c=true trans_a=false "
+            "trans_b=false");
   EXPECT_EQ(runtime::select_kernel(t, "QLinearMatMul", f32_identity(), 8, 8, 8).kernel, nullptr);
-  EXPECT_STREQ(runtime::select_kernel(t, "QGemm", f32_identity(), 8, 8, 8).kernel->name, "other_op");
+  EXPECT_STREQ(runtime::select_kernel(t, "QGemm", f32_identity(), 8, 8, 8).kernel->name,
+               "other_op");
 }
 
 TEST(Select, BucketText) {
@@ -97,18 +105,22 @@ TEST(Select, TensorsBeyond32BitBuffersTakeTheReference) {
   args.a = args.b = args.c = &dummy;
   const int64_t m = 1 << 16, n = 1 << 14, k = 1;
   DispatchInfo info;
-  const KernelEntry* e = runtime::choose_kernel(
-      gemm_identity(args), m, n, k,
-      {{{m, k}, DType::kFloat64}, {{k, n}, DType::kFloat64}, {{}, DType::kFloat64}, {{m, n}, DType::kFloat64}}, info);
+  const KernelEntry* e = runtime::choose_kernel(gemm_identity(args), m, n, k,
+                                                {{{m, k}, DType::kFloat64},
+                                                 {{k, n}, DType::kFloat64},
+                                                 {{}, DType::kFloat64},
+                                                 {{m, n}, DType::kFloat64}},
+                                                info);
   EXPECT_EQ(e, nullptr);
   EXPECT_EQ(info.kernel, "reference");
-  EXPECT_NE(info.reason.find("exceeds the kernels' 32-bit buffers"), std::string::npos) << info.reason;
+  EXPECT_NE(info.reason.find("exceeds the kernels' 32-bit buffers"), std::string::npos)
+      << info.reason;
 }
 
 // ---- Through the API: what takes the reference path, and says so ----
 
 Tensor f32(Shape s, float v) {
-  Tensor t(DType::kFloat32, s);
+  Tensor t(DType::kFloat32, std::move(s));
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = v + static_cast<float>(i % 7);
   return t;
 }
@@ -138,7 +150,9 @@ TEST(Fallback, EmptySumAndEmptyOutputTakeTheReference) {
 // A call whose identity has no kernel in this build (QLinearMatMul with float16 scales: the shipped
 // kernels take float32 ones) runs the reference, bit for bit what run_reference gives, and says so.
 TEST(Fallback, IdentityWithoutKernelsTakesTheReference) {
-  auto f16 = [](float v) { return Tensor::from<uint16_t>(DType::kFloat16, {}, {float_to_float16(v)}); };
+  auto f16 = [](float v) {
+    return Tensor::from<uint16_t>(DType::kFloat16, {}, {float_to_float16(v)});
+  };
   NamedTensors in;
   in["a"] = Tensor::from<uint8_t>(DType::kUInt8, {2, 3}, {1, 2, 3, 4, 5, 6});
   in["a_scale"] = f16(0.5f);
@@ -151,7 +165,10 @@ TEST(Fallback, IdentityWithoutKernelsTakesTheReference) {
   DispatchInfo info;
   const Tensor y = runtime::run("QLinearMatMul", in, {}, &info);
   EXPECT_EQ(info.kernel, "reference");
-  EXPECT_EQ(info.reason.rfind("no QLinearMatMul kernel in this build (" + runtime::kernel_target() + ") computes", 0), 0u)
+  EXPECT_EQ(
+      info.reason.rfind(
+          "no QLinearMatMul kernel in this build (" + runtime::kernel_target() + ") computes", 0),
+      0u)
       << info.reason;
   EXPECT_NE(info.reason.find("scale_type=float16"), std::string::npos) << info.reason;
   EXPECT_TRUE(testing::bit_equal(run_reference("QLinearMatMul", in, {}), y));
@@ -169,7 +186,8 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(Validation, MessagesAreTheReferences) {
-  const Tensor a = f32({3, 5}, 1), b = f32({4, 6}, 1), b_ok = f32({5, 6}, 1), c_bad = f32({2, 6}, 1);
+  const Tensor a = f32({3, 5}, 1), b = f32({4, 6}, 1), b_ok = f32({5, 6}, 1),
+               c_bad = f32({2, 6}, 1);
   const Tensor i8 = Tensor::from<int8_t>(DType::kInt8, {1, 1}, {1});
   const Tensor f64 = Tensor(DType::kFloat64, {5, 6});
   const Tensor rank3 = f32({1, 3, 5}, 1);
@@ -198,8 +216,12 @@ TEST(Validation, MessagesAreTheReferences) {
   }
   // The named entry point: unknown attribute, as run_reference says it.
   NamedTensors in{{"A", a}, {"B", b_ok}};
-  EXPECT_EQ(error_of([&] { runtime::run("Gemm", in, {{"transC", "1"}}); }),
-            error_of([&] { run_reference("Gemm", in, {{"transC", "1"}}); }));
+  EXPECT_EQ(error_of([&] {
+              runtime::run("Gemm", in, {{"transC", "1"}});
+            }),
+            error_of([&] {
+              run_reference("Gemm", in, {{"transC", "1"}});
+            }));
   EXPECT_EQ(error_of([&] { set_num_threads(-1); }),
             "mmtune::set_num_threads: n=-1 is negative; expected 0 (default) or a thread count");
 }
@@ -223,15 +245,16 @@ const KernelEntry* linked_f32_kernel() {
 TEST(HalideErrors, MappedToKernelErrorNamingTheKernel) {
   const KernelEntry* k = linked_f32_kernel();
   if (!k) GTEST_SKIP() << "this build has no float32 Gemm kernel";
-  if (runtime::cpu_cannot_run(runtime::kernel_target())) GTEST_SKIP() << "this CPU cannot run the kernels";
+  if (runtime::cpu_cannot_run(runtime::kernel_target()))
+    GTEST_SKIP() << "this CPU cannot run the kernels";
   const Tensor a = f32({4, 4}, 1), b = f32({4, 4}, 1), c = f32({1, 1}, 1);
   Tensor y(DType::kFloat32, {4, 4});
   auto av = view(a, a.shape), bv = view(b, b.shape), cv = view(c, c.shape), yv = view(y, y.shape);
   const auto fn = reinterpret_cast<runtime::GemmKernelFn>(k->fn);
   try {
     runtime::KernelCall call(*k);
-    call.check(fn(call.user_context(), av.raw_buffer(), bv.raw_buffer(), cv.raw_buffer(), 1.0f, 1.0f,
-                  yv.raw_buffer()));
+    call.check(fn(call.user_context(), av.raw_buffer(), bv.raw_buffer(), cv.raw_buffer(), 1.0f,
+                  1.0f, yv.raw_buffer()));
     FAIL() << "no error from a C smaller than Y";
   } catch (const KernelError& e) {
     EXPECT_EQ(e.kernel(), k->name);
@@ -268,7 +291,8 @@ TEST(Threads, ResultsDoNotDependOnThePoolOrConcurrentCallers) {
   std::vector<std::thread> callers;
   for (int i = 0; i < 4; ++i) callers.emplace_back([&, i] { results[i] = runtime::gemm(args); });
   for (auto& t : callers) t.join();
-  for (const Tensor& r : results) EXPECT_TRUE(testing::bit_equal(expected, r, "concurrent callers"));
+  for (const Tensor& r : results)
+    EXPECT_TRUE(testing::bit_equal(expected, r, "concurrent callers"));
 }
 
 // ---- CPU features ----
@@ -277,21 +301,24 @@ TEST(CpuCheck, TargetsThisCpuCannotConfirmAreRefused) {
   EXPECT_EQ(runtime::cpu_cannot_run("none"), "this build has no kernels");
   EXPECT_NE(runtime::cpu_cannot_run("arm-64-linux-arm_dot_prod"), std::nullopt);
   EXPECT_EQ(runtime::cpu_cannot_run("x86-64-linux-sse41-made_up_feature"),
-            "mmtune cannot confirm that this CPU has made_up_feature (target x86-64-linux-sse41-made_up_feature)");
+            "mmtune cannot confirm that this CPU has made_up_feature (target "
+            "x86-64-linux-sse41-made_up_feature)");
   // Code-generation features are not instructions.
   EXPECT_EQ(runtime::cpu_cannot_run("x86-64-linux-user_context-no_asserts"), std::nullopt);
   // The linked kernels' target runs here (CI machines have AVX2; the build chose the database
   // from this host's features).
   EXPECT_EQ(runtime::cpu_cannot_run(runtime::kernel_target()),
-            runtime::kernel_target() == "none" ? std::optional<std::string>("this build has no kernels")
-                                               : std::nullopt);
+            runtime::kernel_target() == "none"
+                ? std::optional<std::string>("this build has no kernels")
+                : std::nullopt);
 }
 
 // ---- Names (docs/naming.md) ----
 
 TEST(Naming, LinkedKernelsFollowTheGrammar) {
   for (const auto& k : runtime::linked_kernel_infos()) {
-    EXPECT_EQ(k.name, kernel_name(k.op, k.identity, k.schedule, runtime::kernel_target())) << k.name;
+    EXPECT_EQ(k.name, kernel_name(k.op, k.identity, k.schedule, runtime::kernel_target()))
+        << k.name;
   }
   EXPECT_EQ(dtype_code("bfloat16"), "bf16");
   EXPECT_EQ(dtype_code("int8"), "s8");
@@ -299,22 +326,36 @@ TEST(Naming, LinkedKernelsFollowTheGrammar) {
   EXPECT_EQ(dtype_code("float8e4m3fnuz"), "f8e4m3fnuz");
   // The brief's example of a quantized name.
   EXPECT_EQ(kernel_name("QLinearMatMul",
-                                 {{"a.type", "uint8"}, {"b.type", "int8"}, {"y.type", "uint8"},
-                                  {"scale_type", "float32"}, {"requant", "float32"}},
-                                 {{"tile_rows", "6"}, {"tile_vectors", "2"}, {"k_unroll", "4"},
-                                  {"n_block", "256"}, {"pack_b", "true"}, {"parallel", "true"}},
-                                 "x86-64-linux-avx2-fma-f16c"),
+                        {{"a.type", "uint8"},
+                         {"b.type", "int8"},
+                         {"y.type", "uint8"},
+                         {"scale_type", "float32"},
+                         {"requant", "float32"}},
+                        {{"tile_rows", "6"},
+                         {"tile_vectors", "2"},
+                         {"k_unroll", "4"},
+                         {"n_block", "256"},
+                         {"pack_b", "true"},
+                         {"parallel", "true"}},
+                        "x86-64-linux-avx2-fma-f16c"),
             "qlinear_matmul_u8_s8_u8_f32rq__x86_avx2_6x16k4n256pt");
   // float8: the formats name the types, no requantization mode; the sum is float64, so one SSE4.1
   // vector holds 2 lanes (a 4 x 1-vector tile is 4 x 2).
   EXPECT_EQ(kernel_name("QLinearMatMul",
-                                 {{"a.type", "uint8"}, {"b.type", "uint8"}, {"y.type", "uint8"},
-                                  {"a_format", "float8e4m3fn"}, {"b_format", "float8e5m2"},
-                                  {"y_format", "float8e4m3fn"}, {"scale_type", "float16"},
-                                  {"requant", "float32"}},
-                                 {{"tile_rows", "4"}, {"tile_vectors", "1"}, {"n_block", "0"},
-                                  {"pack_b", "false"}, {"parallel", "false"}},
-                                 "x86-64-linux-sse41"),
+                        {{"a.type", "uint8"},
+                         {"b.type", "uint8"},
+                         {"y.type", "uint8"},
+                         {"a_format", "float8e4m3fn"},
+                         {"b_format", "float8e5m2"},
+                         {"y_format", "float8e4m3fn"},
+                         {"scale_type", "float16"},
+                         {"requant", "float32"}},
+                        {{"tile_rows", "4"},
+                         {"tile_vectors", "1"},
+                         {"n_block", "0"},
+                         {"pack_b", "false"},
+                         {"parallel", "false"}},
+                        "x86-64-linux-sse41"),
             "qlinear_matmul_f8e4m3fn_f8e5m2_f8e4m3fn_f16scale__x86_sse41_4x2k4");
 }
 

@@ -3,18 +3,18 @@
 // transposes (materialized by the runtime), every C broadcast and an absent C, alpha/beta, Inf and
 // NaN inputs for the float types, and the kernel each call meant to cover must be the one that ran
 // (DispatchInfo).
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <iostream>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
+#include "autotune/kernel_key.h"
 #include "mmtune/mmtune.h"
 #include "reference/gemm.h"
 #include "runtime/src/kernel_table.h"
 #include "schedules/cpu/matmul_params.h"
 #include "schedules/target_info.h"
-#include "autotune/kernel_key.h"
 #include "tests/runtime/runtime_support.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
@@ -49,13 +49,20 @@ void set_special(Tensor& x, int64_t i, bool nan) {
     case DType::kFloat64:
       x.data<uint64_t>()[i] = nan ? 0xFFF8000000000123ull : 0x7FF0000000000000ull;
       break;
-    case DType::kFloat16: x.data<uint16_t>()[i] = nan ? 0xFE03 : 0x7C00; break;
-    case DType::kBFloat16: x.data<uint16_t>()[i] = nan ? 0xFFC3 : 0x7F80; break;
-    default: break;
+    case DType::kFloat16:
+      x.data<uint16_t>()[i] = nan ? 0xFE03 : 0x7C00;
+      break;
+    case DType::kBFloat16:
+      x.data<uint16_t>()[i] = nan ? 0xFFC3 : 0x7F80;
+      break;
+    default:
+      break;
   }
 }
 
-int64_t clamp_to(int64_t x, int64_t lo, int64_t hi) { return std::max(lo, hi < 0 ? x : std::min(x, hi)); }
+int64_t clamp_to(int64_t x, int64_t lo, int64_t hi) {
+  return std::max(lo, hi < 0 ? x : std::min(x, hi));
+}
 
 class GemmRuntime : public ::testing::TestWithParam<std::string> {};
 
@@ -73,11 +80,12 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
   const uint64_t seed = testing::variant_seed() ^ std::hash<std::string>()(kernel.name);
   std::mt19937_64 rng(seed);
   const testing::ValueRange range = testing::gemm_value_range(t);
-  const std::vector<std::pair<float, float>> alpha_beta = {{1.0f, 1.0f}, {0.75f, 0.0f}, {-1.5f, 0.5f}, {1.0f, 0.0f}, {2.0f, -1.0f}};
+  const std::vector<std::pair<float, float>> alpha_beta = {
+      {1.0f, 1.0f}, {0.75f, 0.0f}, {-1.5f, 0.5f}, {1.0f, 0.0f}, {2.0f, -1.0f}};
   const bool slow = dtype_size(t) == 8 && t != DType::kFloat64;  // emulated 64-bit multiplies
   int64_t cases = 0;
   int combo = 0;
-  for (auto shape : testing::matmul_shapes(rows, cols, !slow)) {
+  for (const auto& shape : testing::matmul_shapes(rows, cols, !slow)) {
     // Moved into the kernel's bucket, so that this kernel is the one that serves it.
     const int64_t m = clamp_to(shape.m, bucket.m_min, bucket.m_max);
     const int64_t n = clamp_to(shape.n, bucket.n_min, bucket.n_max);
@@ -89,8 +97,10 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
         args.trans_a = layout & 1;
         args.trans_b = layout & 2;
         args.contract = contract;
-        Tensor a = testing::random_tensor(t, args.trans_a ? Shape{k, m} : Shape{m, k}, rng, range.lo, range.hi);
-        Tensor b = testing::random_tensor(t, args.trans_b ? Shape{n, k} : Shape{k, n}, rng, range.lo, range.hi);
+        Tensor a = testing::random_tensor(t, args.trans_a ? Shape{k, m} : Shape{m, k}, rng,
+                                          range.lo, range.hi);
+        Tensor b = testing::random_tensor(t, args.trans_b ? Shape{n, k} : Shape{k, n}, rng,
+                                          range.lo, range.hi);
         const std::vector<Shape> c_shapes = {{}, {}, {n}, {1, n}, {m, 1}, {m, n}};  // 0: absent
         Tensor c = testing::random_tensor(t, c_shapes[c_kind], rng, range.lo, range.hi);
         // Float types, now and then: an Inf or a (non-canonical) NaN in A or in C, so that Inf
@@ -106,8 +116,8 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
         std::tie(args.alpha, args.beta) = alpha_beta[combo % alpha_beta.size()];
         std::ostringstream context;
         context << kernel.name << " " << shape.category << " M=" << m << " N=" << n << " K=" << k
-                << " transA=" << args.trans_a << " transB=" << args.trans_b << " C="
-                << (c_kind == 0 ? "absent" : shape_str(c.shape)) << " alpha=" << args.alpha
+                << " transA=" << args.trans_a << " transB=" << args.trans_b
+                << " C=" << (c_kind == 0 ? "absent" : shape_str(c.shape)) << " alpha=" << args.alpha
                 << " beta=" << args.beta << " seed=" << seed;
         const Tensor expected = gemm(args);
         DispatchInfo info;
@@ -143,7 +153,8 @@ INSTANTIATE_TEST_SUITE_P(Shipped, GemmRuntime, ::testing::ValuesIn(gemm_kernel_n
 TEST(GemmRuntimeCoverage, EveryGemmTypeHasAKernel) {
   if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
   const bool has_fma = runtime::kernel_target().find("-fma") != std::string::npos;
-  for (const char* type : {"float32", "float64", "float16", "bfloat16", "int32", "uint32", "int64", "uint64"}) {
+  for (const char* type :
+       {"float32", "float64", "float16", "bfloat16", "int32", "uint32", "int64", "uint64"}) {
     for (const char* contract : {"strict", "fma"}) {
       const bool wide = std::string(type) == "float32" || std::string(type) == "float64";
       if (std::string(contract) == "fma" && (!wide || !has_fma)) continue;
@@ -157,9 +168,11 @@ TEST(GemmRuntimeCoverage, EveryGemmTypeHasAKernel) {
         // Bounded buckets that together cover every M also count (float32 strict: m 1..3, m 4..).
         std::vector<runtime::Bucket> buckets;
         for (const auto& k : gemm_kernels()) {
-          if (k.identity.at("A.type") == type && k.identity.at("contract") == contract) buckets.push_back(bucket_of(k.name));
+          if (k.identity.at("A.type") == type && k.identity.at("contract") == contract)
+            buckets.push_back(bucket_of(k.name));
         }
-        std::sort(buckets.begin(), buckets.end(), [](const auto& x, const auto& y) { return x.m_min < y.m_min; });
+        std::sort(buckets.begin(), buckets.end(),
+                  [](const auto& x, const auto& y) { return x.m_min < y.m_min; });
         int64_t next = 1;
         for (const auto& b : buckets) {
           if (b.m_min <= next && b.n_min == 0 && b.n_max < 0 && b.k_min == 0 && b.k_max < 0) {
@@ -213,8 +226,9 @@ TEST(GemmRuntimeCoverage, FmaContractNeedsAnFmaTarget) {
     EXPECT_EQ(info.kernel.rfind("gemm_f32_fma__", 0), 0u) << info.kernel;
   } else {
     EXPECT_EQ(info.kernel, "reference");
-    const std::string want = target == "none" ? "no Gemm kernel in this build (none)"
-                                              : "no Gemm kernel in this build (" + target + ") computes";
+    const std::string want = target == "none"
+                                 ? "no Gemm kernel in this build (none)"
+                                 : "no Gemm kernel in this build (" + target + ") computes";
     EXPECT_EQ(info.reason.rfind(want, 0), 0u) << info.reason;
     EXPECT_NE(info.reason.find("contract=fma"), std::string::npos) << info.reason;
   }

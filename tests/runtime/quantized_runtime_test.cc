@@ -7,24 +7,24 @@
 // bias or not, both weight layouts, all-zero rows, K = 0 (which the kernel computes). Then the
 // calls that take the reference and say why (K = 0, an empty Y, identities without a kernel), and
 // the databases' quantized entries against the keys the runtime computes.
+#include <gtest/gtest.h>
+
 #include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "autotune/kernel_key.h"
-#include "tests/runtime/runtime_support.h"
-#include "runtime/host/quant_matmul_dequant_host.h"
 #include "mmtune/mmtune.h"
 #include "reference/codecs.h"
+#include "runtime/host/quant_matmul_dequant_host.h"
 #include "runtime/src/kernel_call.h"
 #include "schedules/cpu/matmul_params.h"
 #include "schedules/target_info.h"
+#include "tests/runtime/runtime_support.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
 
@@ -33,8 +33,8 @@ namespace {
 
 // Runs one call through the runtime: it must take `kernel` and match `expected` bit for bit.
 template <class Call>
-::testing::AssertionResult runs_on_kernel(const std::string& kernel, const Tensor& expected, Call call,
-                                          const std::string& context) {
+::testing::AssertionResult runs_on_kernel(const std::string& kernel, const Tensor& expected,
+                                          Call call, const std::string& context) {
   DispatchInfo info;
   Tensor actual;
   try {
@@ -43,8 +43,8 @@ template <class Call>
     return ::testing::AssertionFailure() << ex.what() << " (" << context << ")";
   }
   if (info.kernel != kernel) {
-    return ::testing::AssertionFailure() << "ran " << info.kernel << " instead of " << kernel << ": " << info.reason
-                                         << " (" << context << ")";
+    return ::testing::AssertionFailure() << "ran " << info.kernel << " instead of " << kernel
+                                         << ": " << info.reason << " (" << context << ")";
   }
   return testing::bit_equal(expected, actual, context);
 }
@@ -74,7 +74,6 @@ runtime::KernelInfo kernel_named(const std::string& op, const std::string& name)
 
 using testing::tile_of;
 
-
 Tensor constant(DType t, Shape shape, double v) {
   std::mt19937_64 unused(0);
   return testing::random_tensor(t, std::move(shape), unused, v, v);
@@ -85,7 +84,9 @@ Tensor scales(Shape shape, std::mt19937_64& rng, double e0, double e1) {
   return testing::random_scales(DType::kFloat32, std::move(shape), rng, e0, e1);
 }
 
-uint64_t seed_for(const std::string& name) { return testing::variant_seed() ^ std::hash<std::string>()(name); }
+uint64_t seed_for(const std::string& name) {
+  return testing::variant_seed() ^ std::hash<std::string>()(name);
+}
 
 // ---- QLinearMatMul ----
 
@@ -101,15 +102,23 @@ std::vector<QlmCase> qlm_cases(int rows, int cols) {
   for (const auto& s : testing::matmul_shapes(rows, cols)) {
     if (s.k == 0) continue;  // K = 0 takes the reference: QuantizedFallback below
     // Per tensor, per row x per column, and rank-1 / rank-2 ones, rotating.
-    const std::vector<std::pair<Shape, Shape>> params = {{{}, {}}, {{s.m, 1}, {s.n}}, {{1}, {1, s.n}}};
+    const std::vector<std::pair<Shape, Shape>> params = {
+        {{}, {}}, {{s.m, 1}, {s.n}}, {{1}, {1, s.n}}};
     const auto& [ap, bp] = params[n % params.size()];
-    out.push_back({s.category + "_" + std::to_string(n), {s.m, s.k}, {s.k, s.n}, ap, bp, n % 2 ? "full_range" : "random"});
+    out.push_back({s.category + "_" + std::to_string(n),
+                   {s.m, s.k},
+                   {s.k, s.n},
+                   ap,
+                   bp,
+                   n % 2 ? "full_range" : "random"});
     ++n;
   }
   // N-D batch broadcasting, with per-row / per-column parameters that carry batch dims.
-  out.push_back({"batch_broadcast", {2, 1, 5, 7}, {3, 7, 9}, {2, 1, 5, 1}, {3, 1, 9}, "full_range"});
+  out.push_back(
+      {"batch_broadcast", {2, 1, 5, 7}, {3, 7, 9}, {2, 1, 5, 1}, {3, 1, 9}, "full_range"});
   out.push_back({"batch_broadcast_b", {4, 3, 6}, {1, 6, 2 * cols + 1}, {}, {1, 1, 2 * cols + 1}});
-  out.push_back({"batch_params_only", {2, rows + 1, 20}, {20, cols + 2}, {2, rows + 1, 1}, {cols + 2}});
+  out.push_back(
+      {"batch_params_only", {2, rows + 1, 20}, {20, cols + 2}, {2, rows + 1, 1}, {cols + 2}});
   out.push_back({"vector_a", {11}, {11, cols + 3}, {}, {cols + 3}});
   out.push_back({"vector_b", {rows + 2, 13}, {13}, {rows + 2, 1}, {}});
   out.push_back({"vector_both", {300}, {300}, {}, {}, "full_range"});
@@ -144,28 +153,37 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
       const bool full = c.data == "full_range";
       a = testing::random_tensor(ta, c.a, rng, testing::quant_min(ta), testing::quant_max(ta));
       b = testing::random_tensor(tb, c.b, rng, testing::quant_min(tb), testing::quant_max(tb));
-      az = testing::random_tensor(ta, c.a_param, rng, full ? testing::quant_min(ta) : testing::quant_min(ta) / 2, full ? testing::quant_max(ta) : testing::quant_max(ta) / 2);
-      bz = testing::random_tensor(tb, c.b_param, rng, full ? testing::quant_min(tb) : testing::quant_min(tb) / 2, full ? testing::quant_max(tb) : testing::quant_max(tb) / 2);
+      az = testing::random_tensor(ta, c.a_param, rng,
+                                  full ? testing::quant_min(ta) : testing::quant_min(ta) / 2,
+                                  full ? testing::quant_max(ta) : testing::quant_max(ta) / 2);
+      bz = testing::random_tensor(tb, c.b_param, rng,
+                                  full ? testing::quant_min(tb) : testing::quant_min(tb) / 2,
+                                  full ? testing::quant_max(tb) : testing::quant_max(tb) / 2);
     }
-    const Tensor yz = testing::random_tensor(ty, {}, rng, testing::quant_min(ty), testing::quant_max(ty));
+    const Tensor yz =
+        testing::random_tensor(ty, {}, rng, testing::quant_min(ty), testing::quant_max(ty));
     const double e = -std::log2(std::max<double>(1, static_cast<double>(c.a.back())) * 128.0);
     const Tensor as = scales(c.a_param, rng, e / 2 - 1, e / 2 + 1);
     const Tensor bs = scales(c.b_param, rng, e / 2 - 1, e / 2 + 1);
     const Tensor ys = scales({}, rng, -8, -6);
     const QLinearMatMulArgs args{&a, &as, &az, &b, &bs, &bz, &ys, &yz, 21, mode};
     std::ostringstream context;
-    context << kernel.name << " case " << c.name << " a" << shape_str(c.a) << " b" << shape_str(c.b) << " params a"
-            << shape_str(c.a_param) << " b" << shape_str(c.b_param) << " seed " << seed;
+    context << kernel.name << " case " << c.name << " a" << shape_str(c.a) << " b" << shape_str(c.b)
+            << " params a" << shape_str(c.a_param) << " b" << shape_str(c.b_param) << " seed "
+            << seed;
     const Tensor expected = qlinear_matmul(args);
-    ASSERT_TRUE(runs_on_kernel(kernel.name, expected,
-                               [&](DispatchInfo* info) { return runtime::qlinear_matmul(args, info); }, context.str()));
+    ASSERT_TRUE(runs_on_kernel(
+        kernel.name, expected,
+        [&](DispatchInfo* info) { return runtime::qlinear_matmul(args, info); }, context.str()));
     ++cases;
     outputs += expected.numel();
   }
-  std::cout << "[runtime] " << kernel.name << ": " << cases << " cases, " << outputs << " outputs bit-exact\n";
+  std::cout << "[runtime] " << kernel.name << ": " << cases << " cases, " << outputs
+            << " outputs bit-exact\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, QLinearMatMulRuntime, ::testing::ValuesIn(names_of("QLinearMatMul")),
+INSTANTIATE_TEST_SUITE_P(Shipped, QLinearMatMulRuntime,
+                         ::testing::ValuesIn(names_of("QLinearMatMul")),
                          [](const auto& info) { return info.param; });
 
 // ---- QGemm ----
@@ -194,11 +212,15 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
       QGemmArgs args;
       args.trans_a = layout & 1;
       args.trans_b = layout & 2;
-      const Tensor a = testing::random_tensor(ta, args.trans_a ? Shape{k, m} : Shape{m, k}, rng, testing::quant_min(ta), testing::quant_max(ta));
-      const Tensor b = testing::random_tensor(tb, args.trans_b ? Shape{n, k} : Shape{k, n}, rng, testing::quant_min(tb), testing::quant_max(tb));
-      const Tensor az = testing::random_tensor(ta, {}, rng, testing::quant_min(ta), testing::quant_max(ta));
+      const Tensor a = testing::random_tensor(ta, args.trans_a ? Shape{k, m} : Shape{m, k}, rng,
+                                              testing::quant_min(ta), testing::quant_max(ta));
+      const Tensor b = testing::random_tensor(tb, args.trans_b ? Shape{n, k} : Shape{k, n}, rng,
+                                              testing::quant_min(tb), testing::quant_max(tb));
+      const Tensor az =
+          testing::random_tensor(ta, {}, rng, testing::quant_min(ta), testing::quant_max(ta));
       const bool per_column = combo % 2 == 1;
-      const Tensor bz = testing::random_tensor(tb, per_column ? Shape{n} : Shape{}, rng, testing::quant_min(tb), testing::quant_max(tb));
+      const Tensor bz = testing::random_tensor(tb, per_column ? Shape{n} : Shape{}, rng,
+                                               testing::quant_min(tb), testing::quant_max(tb));
       const double e = -std::log2(static_cast<double>(k) * 128.0);
       const Tensor as = scales({}, rng, e / 2 - 1, e / 2 + 1);
       const Tensor bs = scales(per_column ? Shape{n} : Shape{}, rng, e / 2 - 1, e / 2 + 1);
@@ -206,7 +228,9 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
       const int c_kind = (combo / 2) % 5;
       const Tensor c = testing::random_tensor(DType::kInt32, c_shapes[c_kind], rng, -20000, 20000);
       const Tensor ys = scales({}, rng, -8, -6);
-      const Tensor yz = quantized ? testing::random_tensor(ty, {}, rng, testing::quant_min(ty), testing::quant_max(ty)) : Tensor();
+      const Tensor yz = quantized ? testing::random_tensor(ty, {}, rng, testing::quant_min(ty),
+                                                           testing::quant_max(ty))
+                                  : Tensor();
       args.a = &a;
       args.b = &b;
       args.a_scale = &as;
@@ -224,13 +248,15 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
         args.y_scale = &ys;
       }
       std::ostringstream context;
-      context << kernel.name << " " << s.category << " M=" << m << " N=" << n << " K=" << k << " transA="
-              << args.trans_a << " transB=" << args.trans_b << " C=" << (c_kind == 0 ? "absent" : shape_str(c.shape))
-              << " per_column=" << per_column << " alpha=" << args.alpha << " y_scale=" << (args.y_scale != nullptr)
-              << " seed=" << seed;
+      context << kernel.name << " " << s.category << " M=" << m << " N=" << n << " K=" << k
+              << " transA=" << args.trans_a << " transB=" << args.trans_b
+              << " C=" << (c_kind == 0 ? "absent" : shape_str(c.shape))
+              << " per_column=" << per_column << " alpha=" << args.alpha
+              << " y_scale=" << (args.y_scale != nullptr) << " seed=" << seed;
       const Tensor expected = qgemm(args);
-      ASSERT_TRUE(runs_on_kernel(kernel.name, expected,
-                                 [&](DispatchInfo* info) { return runtime::qgemm(args, info); }, context.str()));
+      ASSERT_TRUE(runs_on_kernel(
+          kernel.name, expected, [&](DispatchInfo* info) { return runtime::qgemm(args, info); },
+          context.str()));
       ++cases;
     }
   }
@@ -266,7 +292,8 @@ TEST_P(QuantMatmulDequantRuntime, ShippedKernelIsBitExact) {
         // An all-zero row (signed zeros mixed): s = 0, inv = +Inf, 0 * Inf -> 0.
         for (int64_t q = 0; q < k; ++q) x.data<uint16_t>()[q] = rng() % 2 ? 0x8000 : 0x0000;
       }
-      const Tensor w = testing::random_tensor(DType::kInt8, transpose ? Shape{n, k} : Shape{k, n}, rng, -128, 127);
+      const Tensor w = testing::random_tensor(DType::kInt8, transpose ? Shape{n, k} : Shape{k, n},
+                                              rng, -128, 127);
       const Tensor ws = testing::random_tensor(DType::kFloat32, {n}, rng, 1e-3, 5e-2);
       const Tensor bi = testing::random_tensor(DType::kInt32, {n}, rng, -5000, 5000);
       const Tensor sm = testing::random_tensor(DType::kFloat16, {k}, rng, -2.0, 2.0);
@@ -278,38 +305,50 @@ TEST_P(QuantMatmulDequantRuntime, ShippedKernelIsBitExact) {
       args.smooth_scale = smooth ? &sm : nullptr;
       args.transpose_weight = transpose;
       std::ostringstream context;
-      context << kernel.name << " " << s.category << " M=" << m << " N=" << n << " K=" << k << " bias=" << bias
-              << " transpose_weight=" << transpose << " seed=" << seed;
+      context << kernel.name << " " << s.category << " M=" << m << " N=" << n << " K=" << k
+              << " bias=" << bias << " transpose_weight=" << transpose << " seed=" << seed;
       const Tensor expected = quant_matmul_dequant(args);
-      ASSERT_TRUE(runs_on_kernel(kernel.name, expected,
-                                 [&](DispatchInfo* info) { return runtime::quant_matmul_dequant(args, info); }, context.str()));
+      ASSERT_TRUE(runs_on_kernel(
+          kernel.name, expected,
+          [&](DispatchInfo* info) { return runtime::quant_matmul_dequant(args, info); },
+          context.str()));
       ++cases;
     }
   }
   std::cout << "[runtime] " << kernel.name << ": " << cases << " cases bit-exact\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, QuantMatmulDequantRuntime, ::testing::ValuesIn(names_of("QuantMatmulDequant")),
+INSTANTIATE_TEST_SUITE_P(Shipped, QuantMatmulDequantRuntime,
+                         ::testing::ValuesIn(names_of("QuantMatmulDequant")),
                          [](const auto& info) { return info.param; });
 
 // ---- What takes the reference, and says why ----
 
 struct QlmInputs {
   Tensor a, as, az, b, bs, bz, ys, yz;
-  QLinearMatMulArgs args() const { return {&a, &as, &az, &b, &bs, &bz, &ys, &yz, 21, RequantMode::kFloat32}; }
+  QLinearMatMulArgs args() const {
+    return {&a, &as, &az, &b, &bs, &bz, &ys, &yz, 21, RequantMode::kFloat32};
+  }
 };
 
-QlmInputs qlm_inputs(DType ta, DType tb, DType ty, DType scale, Shape a_shape, Shape b_shape, std::mt19937_64& rng) {
+QlmInputs qlm_inputs(DType ta, DType tb, DType ty, DType scale, Shape a_shape, Shape b_shape,
+                     std::mt19937_64& rng) {
   QlmInputs in;
-  in.a = testing::random_tensor(ta, std::move(a_shape), rng, testing::quant_min(ta), testing::quant_max(ta));
-  in.b = testing::random_tensor(tb, std::move(b_shape), rng, testing::quant_min(tb), testing::quant_max(tb));
-  in.az = testing::random_tensor(ta, {}, rng, testing::quant_min(ta) / 2, testing::quant_max(ta) / 2);
-  in.bz = testing::random_tensor(tb, {}, rng, testing::quant_min(tb) / 2, testing::quant_max(tb) / 2);
+  in.a = testing::random_tensor(ta, std::move(a_shape), rng, testing::quant_min(ta),
+                                testing::quant_max(ta));
+  in.b = testing::random_tensor(tb, std::move(b_shape), rng, testing::quant_min(tb),
+                                testing::quant_max(tb));
+  in.az =
+      testing::random_tensor(ta, {}, rng, testing::quant_min(ta) / 2, testing::quant_max(ta) / 2);
+  in.bz =
+      testing::random_tensor(tb, {}, rng, testing::quant_min(tb) / 2, testing::quant_max(tb) / 2);
   in.yz = testing::random_tensor(ty, {}, rng, testing::quant_min(ty), testing::quant_max(ty));
   auto scalar = [&](float v) {
     Tensor t(scale, {});
-    if (scale == DType::kFloat32) t.data<float>()[0] = v;
-    else t.data<uint16_t>()[0] = float_to_float16(v);
+    if (scale == DType::kFloat32)
+      t.data<float>()[0] = v;
+    else
+      t.data<uint16_t>()[0] = float_to_float16(v);
     return t;
   };
   in.as = scalar(0.02f);
@@ -324,13 +363,15 @@ TEST(QuantizedFallback, EmptySumAndEmptyOutputTakeTheReference) {
   std::mt19937_64 rng(testing::variant_seed());
   DispatchInfo info;
   // QLinearMatMul, K = 0: the requantized zero.
-  const QlmInputs k0 = qlm_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, {3, 0}, {0, 5}, rng);
+  const QlmInputs k0 =
+      qlm_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, {3, 0}, {0, 5}, rng);
   Tensor y = runtime::qlinear_matmul(k0.args(), &info);
   EXPECT_EQ(info.kernel, "reference");
   EXPECT_EQ(info.reason, "K is 0 (an empty sum): the reference computes it");
   EXPECT_TRUE(testing::bit_equal(qlinear_matmul(k0.args()), y, "QLinearMatMul K = 0"));
   // QLinearMatMul, M = 0.
-  const QlmInputs m0 = qlm_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, {2, 0, 4}, {4, 5}, rng);
+  const QlmInputs m0 = qlm_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32,
+                                  {2, 0, 4}, {4, 5}, rng);
   y = runtime::qlinear_matmul(m0.args(), &info);
   EXPECT_EQ(info.kernel, "reference");
   EXPECT_EQ(info.reason, "Y is empty");
@@ -373,13 +414,17 @@ TEST(QuantizedFallback, EmptySumAndEmptyOutputTakeTheReference) {
 // the identity the call needed.
 TEST(QuantizedFallback, IdentitiesWithoutKernelsTakeTheReference) {
   std::mt19937_64 rng(testing::variant_seed() + 1);
-  const std::string prefix = "no QLinearMatMul kernel in this build (" + runtime::kernel_target() + ") computes";
+  const std::string prefix =
+      "no QLinearMatMul kernel in this build (" + runtime::kernel_target() + ") computes";
   DispatchInfo info;
   // float16 scales (no _f16scale kernel shipped), and a type tuple without a kernel.
-  for (const auto& [in, needs] :
-       std::vector<std::pair<QlmInputs, std::string>>{
-           {qlm_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat16, {5, 9}, {9, 7}, rng), "scale_type=float16"},
-           {qlm_inputs(DType::kInt8, DType::kUInt8, DType::kInt8, DType::kFloat32, {5, 9}, {9, 7}, rng), "a.type=int8 b.type=uint8"}}) {
+  for (const auto& [in, needs] : std::vector<std::pair<QlmInputs, std::string>>{
+           {qlm_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat16, {5, 9}, {9, 7},
+                       rng),
+            "scale_type=float16"},
+           {qlm_inputs(DType::kInt8, DType::kUInt8, DType::kInt8, DType::kFloat32, {5, 9}, {9, 7},
+                       rng),
+            "a.type=int8 b.type=uint8"}}) {
     const Tensor y = runtime::qlinear_matmul(in.args(), &info);
     EXPECT_EQ(info.kernel, "reference");
     EXPECT_EQ(info.reason.rfind(prefix, 0), 0u) << info.reason;
@@ -398,7 +443,10 @@ TEST(QuantizedFallback, IdentitiesWithoutKernelsTakeTheReference) {
   d.x_scale = &xs;
   const Tensor y = runtime::quant_matmul_dequant(d, &info);
   EXPECT_EQ(info.kernel, "reference");
-  EXPECT_EQ(info.reason.rfind("no QuantMatmulDequant kernel in this build (" + runtime::kernel_target() + ") computes", 0), 0u)
+  EXPECT_EQ(info.reason.rfind("no QuantMatmulDequant kernel in this build (" +
+                                  runtime::kernel_target() + ") computes",
+                              0),
+            0u)
       << info.reason;
   EXPECT_NE(info.reason.find("dynamic=false"), std::string::npos) << info.reason;
   EXPECT_TRUE(testing::bit_equal(quant_matmul_dequant(d), y, "static per-token"));
@@ -409,7 +457,8 @@ TEST(QuantizedFallback, IdentitiesWithoutKernelsTakeTheReference) {
 // quantized output; dynamic QuantMatmulDequant with and without smoothing.
 TEST(QuantizedCoverage, TheCommonIdentitiesHaveKernels) {
   if (!has_kernels()) GTEST_SKIP() << "this build has no kernels";
-  if (runtime::kernel_target().find("avx2") == std::string::npos) GTEST_SKIP() << "the SSE4.1 build ships fewer";
+  if (runtime::kernel_target().find("avx2") == std::string::npos)
+    GTEST_SKIP() << "the SSE4.1 build ships fewer";
   auto has = [](const std::string& op, const std::map<std::string, std::string>& want) {
     for (const auto& k : kernels_of(op)) {
       bool all = true;
@@ -421,10 +470,15 @@ TEST(QuantizedCoverage, TheCommonIdentitiesHaveKernels) {
   for (const auto& [a, b, y] : std::vector<std::array<const char*, 3>>{
            {"uint8", "int8", "uint8"}, {"uint8", "uint8", "uint8"}, {"int8", "int8", "int8"}}) {
     for (const char* rq : {"float32", "float64"}) {
-      EXPECT_TRUE(has("QLinearMatMul", {{"a.type", a}, {"b.type", b}, {"y.type", y}, {"scale_type", "float32"}, {"requant", rq}}))
+      EXPECT_TRUE(has("QLinearMatMul", {{"a.type", a},
+                                        {"b.type", b},
+                                        {"y.type", y},
+                                        {"scale_type", "float32"},
+                                        {"requant", rq}}))
           << a << " " << b << " " << y << " " << rq;
     }
-    EXPECT_TRUE(has("QGemm", {{"A.type", a}, {"B.type", b}, {"Y.type", "float32"}})) << a << " " << b;
+    EXPECT_TRUE(has("QGemm", {{"A.type", a}, {"B.type", b}, {"Y.type", "float32"}}))
+        << a << " " << b;
     EXPECT_TRUE(has("QGemm", {{"A.type", a}, {"B.type", b}, {"Y.type", a}})) << a << " " << b;
   }
   for (const char* smooth : {"false", "true"}) {
@@ -450,16 +504,21 @@ TEST(QuantizedCoverage, ShippedDatabaseEntriesAreTheRuntimesKeys) {
       const auto params = k.at("schedule").get<schedules::Schedule>();
       KernelIdentity key;
       if (op == "QLinearMatMul") {
-        const Tensor a(*dtype_from_name(id.at("a.type")), {1, 1}), b(*dtype_from_name(id.at("b.type")), {1, 1});
-        const Tensor y(*dtype_from_name(id.at("y.type")), {}), s(*dtype_from_name(id.at("scale_type")), {});
-        const QLinearMatMulArgs args{&a, &s, &a, &b, &s, &b, &s, &y, 21, *requant_mode_from_string(id.at("requant"))};
+        const Tensor a(*dtype_from_name(id.at("a.type")), {1, 1}),
+            b(*dtype_from_name(id.at("b.type")), {1, 1});
+        const Tensor y(*dtype_from_name(id.at("y.type")), {}),
+            s(*dtype_from_name(id.at("scale_type")), {});
+        const QLinearMatMulArgs args{&a, &s, &a, &b, &s,
+                                     &b, &s, &y, 21, *requant_mode_from_string(id.at("requant"))};
         key = qlinear_matmul_identity(args);
       } else if (op == "QGemm") {
         // The runtime always passes a y_scale.
         EXPECT_EQ(id.at("has_y_scale"), "true") << name;
-        const Tensor a(*dtype_from_name(id.at("A.type")), {1, 1}), b(*dtype_from_name(id.at("B.type")), {1, 1});
+        const Tensor a(*dtype_from_name(id.at("A.type")), {1, 1}),
+            b(*dtype_from_name(id.at("B.type")), {1, 1});
         const Tensor s(DType::kFloat32, {});
-        const Tensor y(id.at("Y.type") == "float32" ? DType::kUInt8 : *dtype_from_name(id.at("Y.type")), {});
+        const Tensor y(
+            id.at("Y.type") == "float32" ? DType::kUInt8 : *dtype_from_name(id.at("Y.type")), {});
         QGemmArgs args;
         args.a = &a;
         args.b = &b;
@@ -472,14 +531,16 @@ TEST(QuantizedCoverage, ShippedDatabaseEntriesAreTheRuntimesKeys) {
         EXPECT_EQ(id.at("has_bias"), "true") << name;
         EXPECT_EQ(id.at("transpose_weight"), "true") << name;
         const Tensor t(DType::kFloat32, {1});
-        const Tensor ws(id.at("weight_scale.type") == "int64" ? DType::kInt64 : DType::kFloat32, {1});
+        const Tensor ws(id.at("weight_scale.type") == "int64" ? DType::kInt64 : DType::kFloat32,
+                        {1});
         const Tensor xs(*dtype_from_name(id.at("x_scale.type")), {1});
         QuantMatmulDequantArgs args;
         args.weight_scale = &ws;
         args.bias = &t;
         args.x_scale = id.at("dynamic") == "true" ? nullptr : &xs;
         args.smooth_scale = id.at("has_smooth") == "true" ? &t : nullptr;
-        args.x_quant_mode = id.at("per_token") == "true" ? XQuantMode::kPerToken : XQuantMode::kPerTensor;
+        args.x_quant_mode =
+            id.at("per_token") == "true" ? XQuantMode::kPerToken : XQuantMode::kPerTensor;
         key = quant_matmul_dequant_identity(args);
       }
       EXPECT_EQ(key.params, id) << name;

@@ -33,7 +33,7 @@ ALLOWED = {
     "benchmarks": {"reference", "schedules", "generators", "runtime", "autotune"},
     "examples": {"runtime"},
 }
-SOURCE_SUFFIXES = (".h", ".cc")
+SOURCE_SUFFIXES = (".h", ".cc", ".cpp")
 # Halide-free by design: the schedule templates' parameters (the tuner and tests link them without
 # libHalide).
 HALIDE_FREE_SCHEDULES = ("schedules/schedule.h", "schedules/schedule.cc", "schedules/target_info.h",

@@ -1,10 +1,10 @@
 // A test fixture that runs the `mmtune` binary in a fresh folder and captures exit code and output.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace mmtune::testing {
 

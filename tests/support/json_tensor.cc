@@ -37,8 +37,12 @@ uint16_t nearest_narrow(double x, uint16_t (*encode)(float), float (*decode)(uin
 
 }  // namespace
 
-uint16_t double_to_float16(double x) { return nearest_narrow(x, float_to_float16, float16_to_float); }
-uint16_t double_to_bfloat16(double x) { return nearest_narrow(x, float_to_bfloat16, bfloat16_to_float); }
+uint16_t double_to_float16(double x) {
+  return nearest_narrow(x, float_to_float16, float16_to_float);
+}
+uint16_t double_to_bfloat16(double x) {
+  return nearest_narrow(x, float_to_bfloat16, bfloat16_to_float);
+}
 
 Tensor tensor_from_json(const nlohmann::json& j) {
   const std::string name = j.at("dtype").get<std::string>();
@@ -46,7 +50,8 @@ Tensor tensor_from_json(const nlohmann::json& j) {
   if (!dtype) throw std::runtime_error("unknown dtype " + name);
   Tensor t(*dtype, j.at("shape").get<Shape>());
   const auto& data = j.at("data");
-  if (static_cast<int64_t>(data.size()) != t.numel()) throw std::runtime_error("data size mismatch");
+  if (static_cast<int64_t>(data.size()) != t.numel())
+    throw std::runtime_error("data size mismatch");
   for (int64_t i = 0; i < t.numel(); ++i) {
     const auto& v = data[static_cast<std::size_t>(i)];
     auto put_int = [&](auto type_tag) {
@@ -59,16 +64,33 @@ Tensor tensor_from_json(const nlohmann::json& j) {
       t.data<T>()[i] = static_cast<T>(x);
     };
     switch (*dtype) {
-      case DType::kInt8: put_int(int8_t{}); break;
-      case DType::kUInt8: put_int(uint8_t{}); break;
-      case DType::kInt32: put_int(int32_t{}); break;
-      case DType::kInt64: put_int(int64_t{}); break;
+      case DType::kInt8:
+        put_int(int8_t{});
+        break;
+      case DType::kUInt8:
+        put_int(uint8_t{});
+        break;
+      case DType::kInt32:
+        put_int(int32_t{});
+        break;
+      case DType::kInt64:
+        put_int(int64_t{});
+        break;
       // strtof on the number's text: one rounding from decimal to float32.
-      case DType::kFloat32: t.data<float>()[i] = std::strtof(v.dump().c_str(), nullptr); break;
-      case DType::kFloat64: t.data<double>()[i] = v.get<double>(); break;
-      case DType::kFloat16: t.data<uint16_t>()[i] = double_to_float16(v.get<double>()); break;
-      case DType::kBFloat16: t.data<uint16_t>()[i] = double_to_bfloat16(v.get<double>()); break;
-      default: throw std::runtime_error("tensor_from_json: unsupported dtype " + name);
+      case DType::kFloat32:
+        t.data<float>()[i] = std::strtof(v.dump().c_str(), nullptr);
+        break;
+      case DType::kFloat64:
+        t.data<double>()[i] = v.get<double>();
+        break;
+      case DType::kFloat16:
+        t.data<uint16_t>()[i] = double_to_float16(v.get<double>());
+        break;
+      case DType::kBFloat16:
+        t.data<uint16_t>()[i] = double_to_bfloat16(v.get<double>());
+        break;
+      default:
+        throw std::runtime_error("tensor_from_json: unsupported dtype " + name);
     }
   }
   return t;

@@ -1,4 +1,5 @@
-// Tensors written in JSON as {"dtype", "shape", "data": [decimal values]}: the seeds' worked examples.
+// Tensors written in JSON as {"dtype", "shape", "data": [decimal values]}: the seeds' worked
+// examples.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -15,74 +15,149 @@ namespace {
 
 // onnx TensorProto.DataType (onnx/onnx.proto3).
 enum OnnxType : int {
-  kUndefined = 0, kFloat = 1, kUInt8 = 2, kInt8 = 3, kUInt16 = 4, kInt16 = 5, kInt32 = 6, kInt64 = 7,
-  kString = 8, kBool = 9, kFloat16 = 10, kDouble = 11, kUInt32 = 12, kUInt64 = 13, kComplex64 = 14,
-  kComplex128 = 15, kBFloat16 = 16, kFloat8E4M3FN = 17, kFloat8E4M3FNUZ = 18, kFloat8E5M2 = 19,
-  kFloat8E5M2FNUZ = 20, kUInt4 = 21, kInt4 = 22, kFloat4E2M1 = 23, kFloat8E8M0 = 24, kUInt2 = 25,
+  kUndefined = 0,
+  kFloat = 1,
+  kUInt8 = 2,
+  kInt8 = 3,
+  kUInt16 = 4,
+  kInt16 = 5,
+  kInt32 = 6,
+  kInt64 = 7,
+  kString = 8,
+  kBool = 9,
+  kFloat16 = 10,
+  kDouble = 11,
+  kUInt32 = 12,
+  kUInt64 = 13,
+  kComplex64 = 14,
+  kComplex128 = 15,
+  kBFloat16 = 16,
+  kFloat8E4M3FN = 17,
+  kFloat8E4M3FNUZ = 18,
+  kFloat8E5M2 = 19,
+  kFloat8E5M2FNUZ = 20,
+  kUInt4 = 21,
+  kInt4 = 22,
+  kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUInt2 = 25,
   kInt2 = 26,
 };
 
 const char* onnx_type_name(int64_t t) {
   switch (t) {
-    case kUndefined: return "UNDEFINED";
-    case kFloat: return "FLOAT";
-    case kUInt8: return "UINT8";
-    case kInt8: return "INT8";
-    case kUInt16: return "UINT16";
-    case kInt16: return "INT16";
-    case kInt32: return "INT32";
-    case kInt64: return "INT64";
-    case kString: return "STRING";
-    case kBool: return "BOOL";
-    case kFloat16: return "FLOAT16";
-    case kDouble: return "DOUBLE";
-    case kUInt32: return "UINT32";
-    case kUInt64: return "UINT64";
-    case kComplex64: return "COMPLEX64";
-    case kComplex128: return "COMPLEX128";
-    case kBFloat16: return "BFLOAT16";
-    case kFloat8E4M3FN: return "FLOAT8E4M3FN";
-    case kFloat8E4M3FNUZ: return "FLOAT8E4M3FNUZ";
-    case kFloat8E5M2: return "FLOAT8E5M2";
-    case kFloat8E5M2FNUZ: return "FLOAT8E5M2FNUZ";
-    case kUInt4: return "UINT4";
-    case kInt4: return "INT4";
-    case kFloat4E2M1: return "FLOAT4E2M1";
-    case kFloat8E8M0: return "FLOAT8E8M0";
-    case kUInt2: return "UINT2";
-    case kInt2: return "INT2";
-    default: return "unknown";
+    case kUndefined:
+      return "UNDEFINED";
+    case kFloat:
+      return "FLOAT";
+    case kUInt8:
+      return "UINT8";
+    case kInt8:
+      return "INT8";
+    case kUInt16:
+      return "UINT16";
+    case kInt16:
+      return "INT16";
+    case kInt32:
+      return "INT32";
+    case kInt64:
+      return "INT64";
+    case kString:
+      return "STRING";
+    case kBool:
+      return "BOOL";
+    case kFloat16:
+      return "FLOAT16";
+    case kDouble:
+      return "DOUBLE";
+    case kUInt32:
+      return "UINT32";
+    case kUInt64:
+      return "UINT64";
+    case kComplex64:
+      return "COMPLEX64";
+    case kComplex128:
+      return "COMPLEX128";
+    case kBFloat16:
+      return "BFLOAT16";
+    case kFloat8E4M3FN:
+      return "FLOAT8E4M3FN";
+    case kFloat8E4M3FNUZ:
+      return "FLOAT8E4M3FNUZ";
+    case kFloat8E5M2:
+      return "FLOAT8E5M2";
+    case kFloat8E5M2FNUZ:
+      return "FLOAT8E5M2FNUZ";
+    case kUInt4:
+      return "UINT4";
+    case kInt4:
+      return "INT4";
+    case kFloat4E2M1:
+      return "FLOAT4E2M1";
+    case kFloat8E8M0:
+      return "FLOAT8E8M0";
+    case kUInt2:
+      return "UINT2";
+    case kInt2:
+      return "INT2";
+    default:
+      return "unknown";
   }
 }
 
 std::optional<DType> to_dtype(int64_t t) {
   switch (t) {
-    case kFloat: return DType::kFloat32;
-    case kUInt8: return DType::kUInt8;
-    case kInt8: return DType::kInt8;
-    case kUInt16: return DType::kUInt16;
-    case kInt16: return DType::kInt16;
-    case kInt32: return DType::kInt32;
-    case kInt64: return DType::kInt64;
-    case kFloat16: return DType::kFloat16;
-    case kDouble: return DType::kFloat64;
-    case kUInt32: return DType::kUInt32;
-    case kUInt64: return DType::kUInt64;
-    case kBFloat16: return DType::kBFloat16;
-    case kFloat8E4M3FN: return DType::kFloat8E4M3FN;
-    case kFloat8E4M3FNUZ: return DType::kFloat8E4M3FNUZ;
-    case kFloat8E5M2: return DType::kFloat8E5M2;
-    case kFloat8E5M2FNUZ: return DType::kFloat8E5M2FNUZ;
-    default: return std::nullopt;
+    case kFloat:
+      return DType::kFloat32;
+    case kUInt8:
+      return DType::kUInt8;
+    case kInt8:
+      return DType::kInt8;
+    case kUInt16:
+      return DType::kUInt16;
+    case kInt16:
+      return DType::kInt16;
+    case kInt32:
+      return DType::kInt32;
+    case kInt64:
+      return DType::kInt64;
+    case kFloat16:
+      return DType::kFloat16;
+    case kDouble:
+      return DType::kFloat64;
+    case kUInt32:
+      return DType::kUInt32;
+    case kUInt64:
+      return DType::kUInt64;
+    case kBFloat16:
+      return DType::kBFloat16;
+    case kFloat8E4M3FN:
+      return DType::kFloat8E4M3FN;
+    case kFloat8E4M3FNUZ:
+      return DType::kFloat8E4M3FNUZ;
+    case kFloat8E5M2:
+      return DType::kFloat8E5M2;
+    case kFloat8E5M2FNUZ:
+      return DType::kFloat8E5M2FNUZ;
+    default:
+      return std::nullopt;
   }
 }
 
 // Protobuf wire types.
-enum Wire : int { kVarint = 0, kFixed64 = 1, kLen = 2, kStartGroup = 3, kEndGroup = 4, kFixed32 = 5 };
+enum Wire : int {
+  kVarint = 0,
+  kFixed64 = 1,
+  kLen = 2,
+  kStartGroup = 3,
+  kEndGroup = 4,
+  kFixed32 = 5
+};
 
 class Reader {
  public:
-  Reader(const uint8_t* p, std::size_t n, const std::string& what) : p_(p), end_(p + n), what_(what) {}
+  Reader(const uint8_t* p, std::size_t n, const std::string& what)
+      : p_(p), end_(p + n), what_(what) {}
 
   bool done() const { return p_ == end_; }
   const std::string& what() const { return what_; }
@@ -126,10 +201,18 @@ class Reader {
 
   void skip(int wire, uint64_t field) {
     switch (wire) {
-      case kVarint: varint("an unknown field"); return;
-      case kFixed64: take(8, "an unknown fixed64 field"); return;
-      case kFixed32: take(4, "an unknown fixed32 field"); return;
-      case kLen: take(length("an unknown field"), "an unknown field"); return;
+      case kVarint:
+        varint("an unknown field");
+        return;
+      case kFixed64:
+        take(8, "an unknown fixed64 field");
+        return;
+      case kFixed32:
+        take(4, "an unknown fixed32 field");
+        return;
+      case kLen:
+        take(length("an unknown field"), "an unknown field");
+        return;
       default: {
         std::ostringstream os;
         os << "field " << field << " has wire type " << wire << " (groups are not supported)";
@@ -144,7 +227,8 @@ class Reader {
   std::string what_;
 };
 
-// Appends the values of a repeated varint field: one value (wire type 0) or a packed run (wire type 2).
+// Appends the values of a repeated varint field: one value (wire type 0) or a packed run (wire type
+// 2).
 void read_varints(Reader& r, int wire, const char* field, std::vector<uint64_t>& out) {
   if (wire == kVarint) {
     out.push_back(r.varint(field));
@@ -160,7 +244,8 @@ void read_varints(Reader& r, int wire, const char* field, std::vector<uint64_t>&
 }
 
 // Appends the little-endian bytes of a repeated fixed-width field (float: 4, double: 8).
-void read_fixed(Reader& r, int wire, std::size_t width, const char* field, std::vector<uint8_t>& out) {
+void read_fixed(Reader& r, int wire, std::size_t width, const char* field,
+                std::vector<uint8_t>& out) {
   const int single = width == 4 ? kFixed32 : kFixed64;
   if (wire == single) {
     const uint8_t* p = r.take(width, field);
@@ -223,16 +308,26 @@ Tensor parse_tensor_proto(const uint8_t* bytes, std::size_t size, const std::str
       }
     };
     switch (field) {
-      case 1: read_varints(r, wire, "dims", dims); break;
+      case 1:
+        read_varints(r, wire, "dims", dims);
+        break;
       case 2:
         expect_wire(kVarint, "data_type");
         data_type = static_cast<int32_t>(r.varint("data_type"));
         break;
-      case 3: r.fail("segment (field 3) is not supported: the file holds only part of a tensor");
-      case 4: read_fixed(r, wire, 4, "float_data", float_data); break;
-      case 5: read_varints(r, wire, "int32_data", int32_data); break;
-      case 6: r.fail("string_data (field 6) is not supported: mmtune has no string tensors");
-      case 7: read_varints(r, wire, "int64_data", int64_data); break;
+      case 3:
+        r.fail("segment (field 3) is not supported: the file holds only part of a tensor");
+      case 4:
+        read_fixed(r, wire, 4, "float_data", float_data);
+        break;
+      case 5:
+        read_varints(r, wire, "int32_data", int32_data);
+        break;
+      case 6:
+        r.fail("string_data (field 6) is not supported: mmtune has no string tensors");
+      case 7:
+        read_varints(r, wire, "int64_data", int64_data);
+        break;
       case 8: {
         expect_wire(kLen, "name");
         const std::size_t n = r.length("name");
@@ -247,8 +342,12 @@ Tensor parse_tensor_proto(const uint8_t* bytes, std::size_t size, const std::str
         raw_data.emplace(p, p + n);
         break;
       }
-      case 10: read_fixed(r, wire, 8, "double_data", double_data); break;
-      case 11: read_varints(r, wire, "uint64_data", uint64_data); break;
+      case 10:
+        read_fixed(r, wire, 8, "double_data", double_data);
+        break;
+      case 11:
+        read_varints(r, wire, "uint64_data", uint64_data);
+        break;
       case 13:
         expect_wire(kLen, "external_data");
         r.skip(wire, field);
@@ -258,13 +357,16 @@ Tensor parse_tensor_proto(const uint8_t* bytes, std::size_t size, const std::str
         expect_wire(kVarint, "data_location");
         data_location = static_cast<int32_t>(r.varint("data_location"));
         break;
-      default: r.skip(wire, field); break;  // doc_string (12), metadata_props (16), future fields
+      default:
+        r.skip(wire, field);
+        break;  // doc_string (12), metadata_props (16), future fields
     }
   }
 
   if (data_location == 1 || external_entries > 0) {
-    r.fail("the tensor's data is stored externally (data_location = EXTERNAL / external_data); "
-           "only data inside the file is supported");
+    r.fail(
+        "the tensor's data is stored externally (data_location = EXTERNAL / external_data); "
+        "only data inside the file is supported");
   }
   if (data_location != 0) {
     std::ostringstream os;
@@ -304,7 +406,8 @@ Tensor parse_tensor_proto(const uint8_t* bytes, std::size_t size, const std::str
     if (typed != 0) r.fail("the tensor has both raw_data and typed data fields");
     if (raw_data->size() / width != static_cast<uint64_t>(numel) || raw_data->size() % width != 0) {
       std::ostringstream os;
-      os << tname << " needs " << numel << " x " << width << " bytes, raw_data holds " << raw_data->size();
+      os << tname << " needs " << numel << " x " << width << " bytes, raw_data holds "
+         << raw_data->size();
       r.fail(os.str());
     }
     t.bytes = std::move(*raw_data);
@@ -313,12 +416,27 @@ Tensor parse_tensor_proto(const uint8_t* bytes, std::size_t size, const std::str
     const char* field = nullptr;
     std::size_t count = 0;
     switch (*dtype) {
-      case DType::kFloat32: field = "float_data"; count = float_data.size() / 4; break;
-      case DType::kFloat64: field = "double_data"; count = double_data.size() / 8; break;
-      case DType::kInt64: field = "int64_data"; count = int64_data.size(); break;
+      case DType::kFloat32:
+        field = "float_data";
+        count = float_data.size() / 4;
+        break;
+      case DType::kFloat64:
+        field = "double_data";
+        count = double_data.size() / 8;
+        break;
+      case DType::kInt64:
+        field = "int64_data";
+        count = int64_data.size();
+        break;
       case DType::kUInt32:
-      case DType::kUInt64: field = "uint64_data"; count = uint64_data.size(); break;
-      default: field = "int32_data"; count = int32_data.size(); break;
+      case DType::kUInt64:
+        field = "uint64_data";
+        count = uint64_data.size();
+        break;
+      default:
+        field = "int32_data";
+        count = int32_data.size();
+        break;
     }
     if (count != typed) {
       std::ostringstream os;
@@ -333,10 +451,15 @@ Tensor parse_tensor_proto(const uint8_t* bytes, std::size_t size, const std::str
       r.fail(os.str());
     };
     switch (*dtype) {
-      case DType::kFloat32: t.bytes = std::move(float_data); break;
-      case DType::kFloat64: t.bytes = std::move(double_data); break;
+      case DType::kFloat32:
+        t.bytes = std::move(float_data);
+        break;
+      case DType::kFloat64:
+        t.bytes = std::move(double_data);
+        break;
       case DType::kInt64:
-        for (std::size_t i = 0; i < count; ++i) put(t.bytes, i, static_cast<int64_t>(int64_data[i]));
+        for (std::size_t i = 0; i < count; ++i)
+          put(t.bytes, i, static_cast<int64_t>(int64_data[i]));
         break;
       case DType::kUInt64:
         for (std::size_t i = 0; i < count; ++i) put(t.bytes, i, uint64_data[i]);
@@ -352,25 +475,50 @@ Tensor parse_tensor_proto(const uint8_t* bytes, std::size_t size, const std::str
         // sign-extended to 64 bits).
         int64_t lo = 0, hi = 0;
         switch (*dtype) {
-          case DType::kInt8: lo = -128; hi = 127; break;
-          case DType::kUInt8: lo = 0; hi = 255; break;
-          case DType::kInt16: lo = -32768; hi = 32767; break;
-          case DType::kUInt16: lo = 0; hi = 65535; break;
-          case DType::kInt32: lo = std::numeric_limits<int32_t>::min(); hi = std::numeric_limits<int32_t>::max(); break;
+          case DType::kInt8:
+            lo = -128;
+            hi = 127;
+            break;
+          case DType::kUInt8:
+            lo = 0;
+            hi = 255;
+            break;
+          case DType::kInt16:
+            lo = -32768;
+            hi = 32767;
+            break;
+          case DType::kUInt16:
+            lo = 0;
+            hi = 65535;
+            break;
+          case DType::kInt32:
+            lo = std::numeric_limits<int32_t>::min();
+            hi = std::numeric_limits<int32_t>::max();
+            break;
           case DType::kFloat16:
-          case DType::kBFloat16: lo = 0; hi = 0xFFFF; break;  // bit patterns, zero-extended
+          case DType::kBFloat16:
+            lo = 0;
+            hi = 0xFFFF;
+            break;  // bit patterns, zero-extended
           default:
             MMTUNE_CHECK(is_float8(*dtype), dtype_name(*dtype));
-            lo = 0; hi = 0xFF;
+            lo = 0;
+            hi = 0xFF;
             break;
         }
         for (std::size_t i = 0; i < count; ++i) {
           const int64_t v = static_cast<int32_t>(static_cast<uint32_t>(int32_data[i]));
           if (v < lo || v > hi) range_error(i, v);
           switch (width) {
-            case 1: put(t.bytes, i, static_cast<uint8_t>(v)); break;
-            case 2: put(t.bytes, i, static_cast<uint16_t>(v)); break;
-            default: put(t.bytes, i, static_cast<int32_t>(v)); break;
+            case 1:
+              put(t.bytes, i, static_cast<uint8_t>(v));
+              break;
+            case 2:
+              put(t.bytes, i, static_cast<uint16_t>(v));
+              break;
+            default:
+              put(t.bytes, i, static_cast<int32_t>(v));
+              break;
           }
         }
       }
@@ -381,14 +529,16 @@ Tensor parse_tensor_proto(const uint8_t* bytes, std::size_t size, const std::str
   return t;
 }
 
-Tensor parse_tensor_proto(const std::vector<uint8_t>& bytes, const std::string& what, std::string* name) {
+Tensor parse_tensor_proto(const std::vector<uint8_t>& bytes, const std::string& what,
+                          std::string* name) {
   return parse_tensor_proto(bytes.data(), bytes.size(), what, name);
 }
 
 Tensor read_tensor_proto(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) invalid(path, "cannot open the TensorProto file");
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
   if (in.bad()) invalid(path, "read error");
   return parse_tensor_proto(bytes, path);
 }

@@ -10,11 +10,14 @@
 namespace mmtune::testing {
 namespace {
 
-// The environment (set by ctest) wins; running a test binary by hand falls back to the build's paths.
+// The environment (set by ctest) wins; running a test binary by hand falls back to the build's
+// paths.
 std::string env(const char* name) {
   const char* v = std::getenv(name);
-  if ((v == nullptr || *v == '\0') && std::string(name) == "MMTUNE_SOURCE_DIR") v = MMTUNE_SOURCE_DIR_DEFAULT;
-  if ((v == nullptr || *v == '\0') && std::string(name) == "MMTUNE_VECTORS_DIR") v = MMTUNE_VECTORS_DIR_DEFAULT;
+  if ((v == nullptr || *v == '\0') && std::string(name) == "MMTUNE_SOURCE_DIR")
+    v = MMTUNE_SOURCE_DIR_DEFAULT;
+  if ((v == nullptr || *v == '\0') && std::string(name) == "MMTUNE_VECTORS_DIR")
+    v = MMTUNE_VECTORS_DIR_DEFAULT;
   if (v == nullptr || *v == '\0') {
     throw std::runtime_error(std::string("environment variable ") + name +
                              " is not set: run the tests through ctest");
@@ -27,8 +30,9 @@ std::string env(const char* name) {
 std::string vectors_dir(const std::string& name) {
   std::string dir = env("MMTUNE_VECTORS_DIR") + "/" + name;
   if (!std::filesystem::is_directory(dir)) {
-    throw std::runtime_error("vector folder " + dir + " is missing: its generator fixture (ctest -R vectors_" +
-                             name + ") did not run or failed");
+    throw std::runtime_error("vector folder " + dir +
+                             " is missing: its generator fixture (ctest -R vectors_" + name +
+                             ") did not run or failed");
   }
   return dir;
 }
@@ -78,7 +82,8 @@ std::string value_str(const Tensor& t, int64_t i) {
   return os.str();
 }
 
-::testing::AssertionResult same_layout(const Tensor& e, const Tensor& a, const std::string& context) {
+::testing::AssertionResult same_layout(const Tensor& e, const Tensor& a,
+                                       const std::string& context) {
   if (e.dtype != a.dtype || e.shape != a.shape) {
     return ::testing::AssertionFailure() << "expected " << describe(e) << ", got " << describe(a)
                                          << (context.empty() ? "" : "; ") << context;
@@ -102,9 +107,9 @@ std::string value_str(const Tensor& t, int64_t i) {
   }
   if (mismatches == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
-         << mismatches << " of " << n << " elements differ; first at flat index " << first
-         << " = " << multi_index(expected.shape, first) << " of " << describe(expected)
-         << ": expected " << value_str(expected, first) << ", actual " << value_str(actual, first)
+         << mismatches << " of " << n << " elements differ; first at flat index " << first << " = "
+         << multi_index(expected.shape, first) << " of " << describe(expected) << ": expected "
+         << value_str(expected, first) << ", actual " << value_str(actual, first)
          << (context.empty() ? "" : "; ") << context;
 }
 
@@ -115,8 +120,10 @@ std::string value_str(const Tensor& t, int64_t i) {
   int64_t bad = 0, worst = -1;
   double worst_excess = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const double e = is_integer(expected.dtype) ? static_cast<double>(int_at(expected, i)) : float_at(expected, i);
-    const double a = is_integer(actual.dtype) ? static_cast<double>(int_at(actual, i)) : float_at(actual, i);
+    const double e = is_integer(expected.dtype) ? static_cast<double>(int_at(expected, i))
+                                                : float_at(expected, i);
+    const double a =
+        is_integer(actual.dtype) ? static_cast<double>(int_at(actual, i)) : float_at(actual, i);
     if (std::isnan(e) || std::isnan(a)) {
       if (std::isnan(e) != std::isnan(a)) {
         ++bad;

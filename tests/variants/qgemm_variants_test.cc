@@ -1,10 +1,10 @@
 // QGemm variants, bit for bit against the reference: its three CPU type pairs x float and quantized
-// outputs x the default schedule and 20 random draws x shape categories, with transposes, C (absent,
-// broadcast, full, near the int32 limits so the sum wraps), per-tensor / per-column B parameters,
-// alpha and y_scale rotating over the draws.
-#include <iostream>
-
+// outputs x the default schedule and 20 random draws x shape categories, with transposes, C
+// (absent, broadcast, full, near the int32 limits so the sum wraps), per-tensor / per-column B
+// parameters, alpha and y_scale rotating over the draws.
 #include <gtest/gtest.h>
+
+#include <iostream>
 
 #include "autotune/halide_ops.h"
 #include "tests/support/test_support.h"
@@ -31,7 +31,9 @@ class QGemmVariants : public ::testing::TestWithParam<Combo> {};
 
 TEST_P(QGemmVariants, BitExactAgainstReference) {
   const Combo combo = GetParam();
-  const uint64_t seed = testing::variant_seed() ^ (static_cast<uint64_t>(combo.a) << 8 | static_cast<uint64_t>(combo.b) << 4 | combo.quantized);
+  const uint64_t seed =
+      testing::variant_seed() ^
+      (static_cast<uint64_t>(combo.a) << 8 | static_cast<uint64_t>(combo.b) << 4 | combo.quantized);
   const auto draws = testing::schedule_draws(host_info(), {32, true}, 20, seed);
   std::mt19937_64 rng(seed);
   int64_t cases = 0, outputs = 0;
@@ -46,21 +48,30 @@ TEST_P(QGemmVariants, BitExactAgainstReference) {
       args.trans_a = r % 2;
       args.trans_b = (r / 2) % 2;
       args.alpha = r % 3 == 0 ? 1.0f : (r % 3 == 1 ? 1.75f : 0.5f);
-      Tensor a = testing::random_tensor(combo.a, args.trans_a ? Shape{s.k, s.m} : Shape{s.m, s.k}, rng, testing::quant_min(combo.a), testing::quant_max(combo.a));
-      Tensor b = testing::random_tensor(combo.b, args.trans_b ? Shape{s.n, s.k} : Shape{s.k, s.n}, rng, testing::quant_min(combo.b), testing::quant_max(combo.b));
+      Tensor a =
+          testing::random_tensor(combo.a, args.trans_a ? Shape{s.k, s.m} : Shape{s.m, s.k}, rng,
+                                 testing::quant_min(combo.a), testing::quant_max(combo.a));
+      Tensor b =
+          testing::random_tensor(combo.b, args.trans_b ? Shape{s.n, s.k} : Shape{s.k, s.n}, rng,
+                                 testing::quant_min(combo.b), testing::quant_max(combo.b));
       Tensor as = testing::random_tensor(DType::kFloat32, {}, rng, 0.002, 0.004);
-      Tensor az = testing::random_tensor(combo.a, {1}, rng, testing::quant_min(combo.a), testing::quant_max(combo.a));
+      Tensor az = testing::random_tensor(combo.a, {1}, rng, testing::quant_min(combo.a),
+                                         testing::quant_max(combo.a));
       const bool per_column = r % 2 == 1;
-      Tensor bs = testing::random_tensor(DType::kFloat32, per_column ? Shape{s.n} : Shape{}, rng, 0.002, 0.004);
-      Tensor bz = testing::random_tensor(combo.b, bs.shape, rng, testing::quant_min(combo.b), testing::quant_max(combo.b));
+      Tensor bs = testing::random_tensor(DType::kFloat32, per_column ? Shape{s.n} : Shape{}, rng,
+                                         0.002, 0.004);
+      Tensor bz = testing::random_tensor(combo.b, bs.shape, rng, testing::quant_min(combo.b),
+                                         testing::quant_max(combo.b));
       const std::vector<Shape> c_shapes = {{}, {}, {s.n}, {1, s.n}, {s.m, 1}, {s.m, s.n}};
       const int c_kind = static_cast<int>(r % c_shapes.size());
       // Near the int32 limits every few cases, so that C + sum wraps.
       const bool big_c = r % 4 == 3;
-      Tensor c = testing::random_tensor(DType::kInt32, c_shapes[c_kind], rng, big_c ? 2147000000.0 : -5000.0,
-                                        big_c ? 2147483647.0 : 5000.0);
+      Tensor c =
+          testing::random_tensor(DType::kInt32, c_shapes[c_kind], rng,
+                                 big_c ? 2147000000.0 : -5000.0, big_c ? 2147483647.0 : 5000.0);
       Tensor ys = testing::random_tensor(DType::kFloat32, {}, rng, 0.01, 0.05);
-      Tensor yz = testing::random_tensor(combo.a, {}, rng, testing::quant_min(combo.a), testing::quant_max(combo.a));
+      Tensor yz = testing::random_tensor(combo.a, {}, rng, testing::quant_min(combo.a),
+                                         testing::quant_max(combo.a));
       args.a = &a;
       args.b = &b;
       args.a_scale = &as;
@@ -72,11 +83,12 @@ TEST_P(QGemmVariants, BitExactAgainstReference) {
       args.y_scale = combo.quantized || r % 3 == 2 ? &ys : nullptr;
       args.y_zero_point = combo.quantized ? &yz : nullptr;
       std::ostringstream context;
-      context << "QGemm " << combo_name(combo) << " " << s.category << " M=" << s.m << " N=" << s.n << " K=" << s.k
-              << " transA=" << args.trans_a << " transB=" << args.trans_b << " alpha=" << args.alpha
-              << " C=" << (args.c ? shape_str(c.shape) : "none") << (big_c ? " (near INT32_MAX)" : "")
-              << " per_column=" << per_column << " y_scale=" << (args.y_scale != nullptr) << " schedule " << draw.name
-              << " " << kernel_key(qgemm_identity(args), variant).to_string() << " seed " << seed;
+      context << "QGemm " << combo_name(combo) << " " << s.category << " M=" << s.m << " N=" << s.n
+              << " K=" << s.k << " transA=" << args.trans_a << " transB=" << args.trans_b
+              << " alpha=" << args.alpha << " C=" << (args.c ? shape_str(c.shape) : "none")
+              << (big_c ? " (near INT32_MAX)" : "") << " per_column=" << per_column
+              << " y_scale=" << (args.y_scale != nullptr) << " schedule " << draw.name << " "
+              << kernel_key(qgemm_identity(args), variant).to_string() << " seed " << seed;
       const Tensor expected = qgemm(args);
       Tensor actual;
       try {
@@ -89,14 +101,17 @@ TEST_P(QGemmVariants, BitExactAgainstReference) {
       outputs += expected.numel();
     }
   }
-  std::cout << "[variants] QGemm " << combo_name(combo) << ": " << draws.size() << " schedules, " << cases << " cases, "
-            << outputs << " outputs compared bit for bit, 0 mismatches\n";
+  std::cout << "[variants] QGemm " << combo_name(combo) << ": " << draws.size() << " schedules, "
+            << cases << " cases, " << outputs << " outputs compared bit for bit, 0 mismatches\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCombos, QGemmVariants,
-                         ::testing::Values(Combo{DType::kUInt8, DType::kUInt8, false}, Combo{DType::kUInt8, DType::kInt8, false},
-                                           Combo{DType::kInt8, DType::kInt8, false}, Combo{DType::kUInt8, DType::kUInt8, true},
-                                           Combo{DType::kUInt8, DType::kInt8, true}, Combo{DType::kInt8, DType::kInt8, true}),
+                         ::testing::Values(Combo{DType::kUInt8, DType::kUInt8, false},
+                                           Combo{DType::kUInt8, DType::kInt8, false},
+                                           Combo{DType::kInt8, DType::kInt8, false},
+                                           Combo{DType::kUInt8, DType::kUInt8, true},
+                                           Combo{DType::kUInt8, DType::kInt8, true},
+                                           Combo{DType::kInt8, DType::kInt8, true}),
                          [](const auto& info) { return combo_name(info.param); });
 
 }  // namespace

@@ -1,20 +1,20 @@
 // QuantMatmulDequant variants, bit for bit against the reference: the 32 mode combinations
 // (dynamic per token; static per token; static per tensor float32; fused int64 weight scale with a
-// float16 per-tensor x scale) x (smooth or not) x (bias or not) x (both weight layouts), spread over
-// the shipped default schedule and 20 random draws from the CPU template's space (K grouping
+// float16 per-tensor x scale) x (smooth or not) x (bias or not) x (both weight layouts), spread
+// over the shipped default schedule and 20 random draws from the CPU template's space (K grouping
 // included: the sum is exact): each draw runs one or two combinations (every combination runs once,
 // so each kernel is compiled once) on every shape category of testing::matmul_shapes plus the
 // operator's own: all-zero rows (0 * Inf in dynamic mode), float16 saturation at +-65504, RNE ties
 // of the quantization, bias wrapping, special x values (Inf, NaN, subnormals) and subnormal scales,
 // K = 0, and an int32 sum that wraps (K = 150000). A failure prints the index, both values, the
 // shape, the mode, the kernel key and the seed.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "autotune/halide_ops.h"
 #include "reference/codecs.h"
@@ -33,10 +33,14 @@ constexpr int kCombos = kModes * 2 * 2 * 2;
 
 const char* mode_name(Mode m) {
   switch (m) {
-    case Mode::kDynamic: return "dynamic-pertoken";
-    case Mode::kStaticPerToken: return "static-pertoken";
-    case Mode::kPerTensor: return "pertensor-float32";
-    case Mode::kFused: return "fused-int64-pertensor-float16";
+    case Mode::kDynamic:
+      return "dynamic-pertoken";
+    case Mode::kStaticPerToken:
+      return "static-pertoken";
+    case Mode::kPerTensor:
+      return "pertensor-float32";
+    case Mode::kFused:
+      return "fused-int64-pertensor-float16";
   }
   return "?";
 }
@@ -84,8 +88,9 @@ struct Inputs {
     a.bias = c.bias ? &bias : nullptr;
     a.x_scale = c.mode == Mode::kDynamic ? nullptr : &x_scale;
     a.smooth_scale = c.smooth ? &smooth : nullptr;
-    a.x_quant_mode = c.mode == Mode::kDynamic || c.mode == Mode::kStaticPerToken ? XQuantMode::kPerToken
-                                                                                  : XQuantMode::kPerTensor;
+    a.x_quant_mode = c.mode == Mode::kDynamic || c.mode == Mode::kStaticPerToken
+                         ? XQuantMode::kPerToken
+                         : XQuantMode::kPerTensor;
     a.transpose_weight = c.transpose;
     return a;
   }
@@ -96,7 +101,8 @@ Inputs make_inputs(const Combo& c, const Case& s, std::mt19937_64& rng) {
   Inputs in;
   in.c = c;
   in.x = testing::random_tensor(DType::kFloat16, {m, k}, rng, -8.0, 8.0);
-  in.weight = testing::random_tensor(DType::kInt8, c.transpose ? Shape{n, k} : Shape{k, n}, rng, -128, 127);
+  in.weight =
+      testing::random_tensor(DType::kInt8, c.transpose ? Shape{n, k} : Shape{k, n}, rng, -128, 127);
   in.smooth = Tensor(DType::kFloat16, {k});
   // Half the smooth values from a set whose products with float16 x often tie in fl16(x * smooth).
   const float tie_prone[] = {1.5f, 0.75f, 1.25f, -1.5f, 0.625f, 1.0f, 3.0f, -0.375f};
@@ -107,8 +113,10 @@ Inputs make_inputs(const Combo& c, const Case& s, std::mt19937_64& rng) {
   in.bias = testing::random_tensor(DType::kInt32, {n}, rng, -5000, 5000);
   if (n >= 2) {
     // Two columns whose bias makes the int32 sum wrap.
-    in.bias.data<int32_t>()[0] = std::numeric_limits<int32_t>::max() - static_cast<int32_t>(rng() % 64);
-    in.bias.data<int32_t>()[n - 1] = std::numeric_limits<int32_t>::min() + static_cast<int32_t>(rng() % 64);
+    in.bias.data<int32_t>()[0] =
+        std::numeric_limits<int32_t>::max() - static_cast<int32_t>(rng() % 64);
+    in.bias.data<int32_t>()[n - 1] =
+        std::numeric_limits<int32_t>::min() + static_cast<int32_t>(rng() % 64);
   }
   double ws_lo = 1e-3, ws_hi = 5e-2;
   if (s.data == Data::kSaturate) ws_lo = 2.0, ws_hi = 64.0;
@@ -127,22 +135,26 @@ Inputs make_inputs(const Combo& c, const Case& s, std::mt19937_64& rng) {
     in.weight_scale = testing::random_tensor(DType::kFloat32, {n}, rng, ws_lo, ws_hi);
   }
   switch (c.mode) {
-    case Mode::kDynamic: break;
+    case Mode::kDynamic:
+      break;
     case Mode::kStaticPerToken:
       // Small scales: |x / s| reaches past 127, so the int8 saturation is exercised.
       in.x_scale = testing::random_tensor(DType::kFloat32, {m}, rng, 0.02, 0.1);
       break;
     case Mode::kPerTensor:
-      in.x_scale = testing::random_tensor(DType::kFloat32, rng() % 2 ? Shape{} : Shape{1}, rng, 0.02, 0.1);
+      in.x_scale =
+          testing::random_tensor(DType::kFloat32, rng() % 2 ? Shape{} : Shape{1}, rng, 0.02, 0.1);
       break;
     case Mode::kFused:
-      in.x_scale = testing::random_tensor(DType::kFloat16, rng() % 2 ? Shape{} : Shape{1}, rng, 0.02, 0.1);
+      in.x_scale =
+          testing::random_tensor(DType::kFloat16, rng() % 2 ? Shape{} : Shape{1}, rng, 0.02, 0.1);
       break;
   }
 
   uint16_t* x = in.x.data<uint16_t>();
   switch (s.data) {
-    case Data::kRandom: break;
+    case Data::kRandom:
+      break;
     case Data::kZeroRows:
       // Rows 0 and m/2 all zero (signed zeros mixed): s = 0, inv = +Inf, v = 0 * Inf = NaN -> 0.
       for (int64_t i : {int64_t{0}, m / 2}) {
@@ -167,9 +179,11 @@ Inputs make_inputs(const Combo& c, const Case& s, std::mt19937_64& rng) {
         for (int64_t q = 0; q < k; ++q) {
           // t + 0.5 for t in [-131, 130]: ties on both sides of 0 and past the int8 range.
           const float t = static_cast<float>(static_cast<int64_t>(rng() % 262) - 131) + 0.5f;
-          x[i * k + q] = f16(c.mode == Mode::kDynamic ? std::fmax(-126.5f, std::fmin(126.5f, t)) : t * si);
+          x[i * k + q] =
+              f16(c.mode == Mode::kDynamic ? std::fmax(-126.5f, std::fmin(126.5f, t)) : t * si);
         }
-        if (c.mode == Mode::kDynamic && k > 0) x[i * k + static_cast<int64_t>(rng() % k)] = f16(rng() % 2 ? 127.0f : -127.0f);
+        if (c.mode == Mode::kDynamic && k > 0)
+          x[i * k + static_cast<int64_t>(rng() % k)] = f16(rng() % 2 ? 127.0f : -127.0f);
       }
       break;
     }
@@ -208,7 +222,8 @@ Inputs make_inputs(const Combo& c, const Case& s, std::mt19937_64& rng) {
 
 std::vector<Case> cases_for(int rows, int cols) {
   std::vector<Case> cs;
-  for (const auto& s : testing::matmul_shapes(rows, cols)) cs.push_back({s.category, s.m, s.n, s.k});
+  for (const auto& s : testing::matmul_shapes(rows, cols))
+    cs.push_back({s.category, s.m, s.n, s.k});
   cs.push_back({"zero_rows", 2 * rows + 1, cols + 3, 37, Data::kZeroRows});
   cs.push_back({"saturate_65504", rows + 1, 2 * cols + 1, 64, Data::kSaturate});
   cs.push_back({"rne_ties", rows + 2, cols, 40, Data::kTies});
@@ -249,9 +264,10 @@ TEST(QuantMatmulDequantVariants, BitExactAgainstReference) {
         const QuantMatmulDequantArgs args = in.args();
         const Tensor expected = quant_matmul_dequant(args);
         std::ostringstream context;
-        context << "QuantMatmulDequant " << c.name() << " " << s.category << " m=" << s.m << " n=" << s.n
-                << " k=" << s.k << " schedule " << draw.name << " "
-                << kernel_key(quant_matmul_dequant_identity(args), variant).to_string() << " seed " << seed;
+        context << "QuantMatmulDequant " << c.name() << " " << s.category << " m=" << s.m
+                << " n=" << s.n << " k=" << s.k << " schedule " << draw.name << " "
+                << kernel_key(quant_matmul_dequant_identity(args), variant).to_string() << " seed "
+                << seed;
         Tensor actual;
         try {
           actual = quant_matmul_dequant_halide(args, variant);
@@ -268,11 +284,13 @@ TEST(QuantMatmulDequantVariants, BitExactAgainstReference) {
     }
   }
   for (int ci = 0; ci < kCombos; ++ci) EXPECT_EQ(runs[ci], 1) << combo(ci).name();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "[variants] QuantMatmulDequant: " << draws.size() << " schedules, " << kCombos
-            << " mode combinations, " << cases << " cases, " << outputs << " outputs compared bit for bit, "
-            << bad_outputs << " mismatches (in " << bad_cases << " cases), " << jit_cache_size()
-            << " kernels in the JIT cache, " << seconds << " s\n";
+            << " mode combinations, " << cases << " cases, " << outputs
+            << " outputs compared bit for bit, " << bad_outputs << " mismatches (in " << bad_cases
+            << " cases), " << jit_cache_size() << " kernels in the JIT cache, " << seconds
+            << " s\n";
 }
 
 TEST(QuantMatmulDequantHalide, ValidatesLikeTheReference) {

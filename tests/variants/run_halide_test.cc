@@ -1,9 +1,9 @@
-// The named entry point (what `mmtune run --impl halide` calls) on every operator: the seeds' worked
-// examples and one call of each other operator, bit for bit against run_reference, and the same
-// errors for invalid input.
-#include <fstream>
-
+// The named entry point (what `mmtune run --impl halide` calls) on every operator: the seeds'
+// worked examples and one call of each other operator, bit for bit against run_reference, and the
+// same errors for invalid input.
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "autotune/halide_ops.h"
@@ -21,11 +21,13 @@ TEST(RunHalide, SeedExamplesMatchTheReferenceBitForBit) {
     const nlohmann::json doc = nlohmann::json::parse(in);
     for (const auto& c : doc.at("cases")) {
       NamedTensors inputs;
-      for (const auto& i : c.at("inputs")) inputs.emplace(i.at("name").get<std::string>(), testing::tensor_from_json(i));
+      for (const auto& i : c.at("inputs"))
+        inputs.emplace(i.at("name").get<std::string>(), testing::tensor_from_json(i));
       Attributes attrs;
       for (const auto& [k, v] : c.at("attributes").items()) attrs[k] = v.dump();
       const std::string op = c.at("op");
-      EXPECT_TRUE(testing::bit_equal(run_reference(op, inputs, attrs), run_halide(op, inputs, attrs, {}),
+      EXPECT_TRUE(testing::bit_equal(run_reference(op, inputs, attrs),
+                                     run_halide(op, inputs, attrs, {}),
                                      c.at("name").get<std::string>()));
       ++cases;
     }
@@ -43,7 +45,8 @@ TEST(RunHalide, QGemmAndQuantMatmulDequantByName) {
   q.emplace("b_zero_point", Tensor::from<int8_t>(DType::kInt8, {2}, {1, -1}));
   q.emplace("C", Tensor::from<int32_t>(DType::kInt32, {2}, {1000, -1000}));
   const Attributes qa = {{"alpha", "1.5"}, {"transB", "0"}};
-  EXPECT_TRUE(testing::bit_equal(run_reference("QGemm", q, qa), run_halide("QGemm", q, qa, {}), "QGemm"));
+  EXPECT_TRUE(
+      testing::bit_equal(run_reference("QGemm", q, qa), run_halide("QGemm", q, qa, {}), "QGemm"));
 
   NamedTensors d;
   std::vector<uint16_t> x;
@@ -52,8 +55,10 @@ TEST(RunHalide, QGemmAndQuantMatmulDequantByName) {
   std::vector<int8_t> w;
   for (int i = 0; i < 16 * 16; ++i) w.push_back(static_cast<int8_t>(i * 37 % 255 - 127));
   d.emplace("weight", Tensor::from(DType::kInt8, {16, 16}, w));
-  d.emplace("weight_scale", Tensor::from<float>(DType::kFloat32, {16}, std::vector<float>(16, 0.125f)));
-  EXPECT_TRUE(testing::bit_equal(run_reference("QuantMatmulDequant", d, {}), run_halide("QuantMatmulDequant", d, {}, {}),
+  d.emplace("weight_scale",
+            Tensor::from<float>(DType::kFloat32, {16}, std::vector<float>(16, 0.125f)));
+  EXPECT_TRUE(testing::bit_equal(run_reference("QuantMatmulDequant", d, {}),
+                                 run_halide("QuantMatmulDequant", d, {}, {}),
                                  "QuantMatmulDequant"));
 }
 

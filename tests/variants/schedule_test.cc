@@ -1,18 +1,20 @@
 // The per-target seam and the knob tables: every face of a template's table agrees with the others,
 // a schedule that does not fit its target is refused before anything is compiled (by the JIT and by
-// the generators themselves), and docs/naming.md carries each template's table as the code states it.
-#include <fstream>
-#include <functional>
-#include <set>
-#include <sstream>
+// the generators themselves), and docs/naming.md carries each template's table as the code states
+// it.
+#include "schedules/schedule.h"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 
 #include "Halide.h"
 #include "autotune/halide_ops.h"
 #include "autotune/kernel_key.h"
-#include "schedules/schedule.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
 
@@ -41,7 +43,8 @@ std::string error_of(const std::function<void()>& f) {
 TEST(KnobTable, JsonAndGeneratorParamsRoundTrip) {
   std::mt19937_64 rng(testing::variant_seed());
   int checked = 0;
-  for (const Accumulator acc : {Accumulator{32, false}, Accumulator{32, true}, Accumulator{64, false}}) {
+  for (const Accumulator acc :
+       {Accumulator{32, false}, Accumulator{32, true}, Accumulator{64, false}}) {
     std::vector<Schedule> all = {schedules::default_schedule(kAvx2, acc)};
     for (int n = 0; n < 200; ++n) all.push_back(schedules::sample("cpu_matmul", kAvx2, acc, rng));
     for (const Schedule& s : all) {
@@ -56,7 +59,8 @@ TEST(KnobTable, JsonAndGeneratorParamsRoundTrip) {
       ++checked;
     }
   }
-  std::cout << "[schedule] " << checked << " schedules round-tripped through JSON and generator params\n";
+  std::cout << "[schedule] " << checked
+            << " schedules round-tripped through JSON and generator params\n";
 }
 
 TEST(KnobTable, DrawsCoverEverySearchedValue) {
@@ -78,25 +82,34 @@ TEST(KnobTable, DrawsCoverEverySearchedValue) {
       for (int v : k.search) {
         // Block sizes are rounded up to whole tiles, so a drawn block may appear as a multiple.
         const bool rounded = std::string(k.name) == "n_block" || std::string(k.name) == "m_block";
-        if (!rounded) EXPECT_TRUE(seen[k.name].count(v)) << k.name << "=" << v << " never drawn (exact=" << exact << ")";
+        if (rounded) continue;
+        EXPECT_TRUE(seen[k.name].count(v))
+            << k.name << "=" << v << " never drawn (exact=" << exact << ")";
       }
     }
   }
 }
 
 TEST(KnobTable, RefusesUnknownKnobsTypesAndTemplates) {
-  EXPECT_NE(error_of([] { nlohmann::json{{"template", "cpu_matmul"}, {"tile_row", 4}}.get<Schedule>(); })
-                .find("cpu_matmul has no knob 'tile_row'"),
+  EXPECT_NE(error_of([] {
+              nlohmann::json{{"template", "cpu_matmul"}, {"tile_row", 4}}.get<Schedule>();
+            }).find("cpu_matmul has no knob 'tile_row'"),
             std::string::npos);
-  EXPECT_NE(error_of([] { nlohmann::json{{"tile_rows", true}}.get<Schedule>(); }).find("tile_rows=true is not an integer"),
+  EXPECT_NE(error_of([] {
+              nlohmann::json{{"tile_rows", true}}.get<Schedule>();
+            }).find("tile_rows=true is not an integer"),
             std::string::npos);
-  EXPECT_NE(error_of([] { nlohmann::json{{"pack_b", 1}}.get<Schedule>(); }).find("pack_b=1 is not true or false"),
+  EXPECT_NE(error_of([] {
+              nlohmann::json{{"pack_b", 1}}.get<Schedule>();
+            }).find("pack_b=1 is not true or false"),
             std::string::npos);
-  EXPECT_NE(error_of([] { nlohmann::json{{"template", "gpu_magic"}}.get<Schedule>(); })
-                .find("template 'gpu_magic' is not a schedule template (templates: cpu_matmul)"),
+  EXPECT_NE(error_of([] {
+              nlohmann::json{{"template", "gpu_magic"}}.get<Schedule>();
+            }).find("template 'gpu_magic' is not a schedule template (templates: cpu_matmul)"),
             std::string::npos);
-  EXPECT_NE(error_of([] { Schedule::from_generator_params({{"template", "cpu_matmul"}, {"tile_rows", "x"}}); })
-                .find("tile_rows=x is not an integer"),
+  EXPECT_NE(error_of([] {
+              Schedule::from_generator_params({{"template", "cpu_matmul"}, {"tile_rows", "x"}});
+            }).find("tile_rows=x is not an integer"),
             std::string::npos);
   // A database entry without "template" is a cpu_matmul schedule (the format before templates).
   const Schedule old_format = nlohmann::json{{"tile_rows", 2}}.get<Schedule>();
@@ -106,12 +119,14 @@ TEST(KnobTable, RefusesUnknownKnobsTypesAndTemplates) {
 TEST(KnobTable, ValidationNamesTheKnobAndTheRule) {
   CpuMatmulParams p = CpuMatmulParams::knobs().defaults();
   p.tile_rows = 17;
-  EXPECT_NE(Schedule(p).validate(kAvx2, {32, false}).value_or("").find("tile_rows=17 is outside 1..16"),
-            std::string::npos);
+  EXPECT_NE(
+      Schedule(p).validate(kAvx2, {32, false}).value_or("").find("tile_rows=17 is outside 1..16"),
+      std::string::npos);
   p = CpuMatmulParams::defaults(kAvx2, {32, true});
   p.k_group = 4;
-  EXPECT_NE(Schedule(p).validate(kAvx2, {32, false}).value_or("").find("k_group=4 regroups the K sum"),
-            std::string::npos);
+  EXPECT_NE(
+      Schedule(p).validate(kAvx2, {32, false}).value_or("").find("k_group=4 regroups the K sum"),
+      std::string::npos);
   EXPECT_EQ(Schedule(p).validate(kAvx2, {32, true}), std::nullopt);
 }
 
@@ -138,7 +153,8 @@ TEST(KnobTable, NamingDocCarriesEveryTemplatesTable) {
   for (const std::string& name : schedules::template_names()) {
     const std::string table = schedules::knob_table_markdown(name);
     EXPECT_NE(doc.str().find(table), std::string::npos)
-        << "docs/naming.md lacks the current knob table of " << name << ":\n" << table;
+        << "docs/naming.md lacks the current knob table of " << name << ":\n"
+        << table;
   }
 }
 
@@ -146,14 +162,22 @@ TEST(KnobTable, NamingDocCarriesEveryTemplatesTable) {
 
 TEST(Seam, ATemplateThatDoesNotFitTheTargetIsRefused) {
   const Schedule cpu;
-  EXPECT_NE(cpu.validate(kCuda, {32, false}).value_or("").find("template cpu_matmul does not schedule cuda targets"),
+  EXPECT_NE(cpu.validate(kCuda, {32, false})
+                .value_or("")
+                .find("template cpu_matmul does not schedule cuda targets"),
             std::string::npos);
-  EXPECT_NE(cpu.validate(kHvx, {32, true}).value_or("").find("does not schedule hexagon targets"), std::string::npos);
-  EXPECT_EQ(cpu.validate(schedules::target_info("arm-64-linux-arm_dot_prod"), {32, true}), std::nullopt);
-  EXPECT_NE(error_of([] { schedules::default_template(kCuda); }).find("no schedule template schedules cuda targets"),
+  EXPECT_NE(cpu.validate(kHvx, {32, true}).value_or("").find("does not schedule hexagon targets"),
+            std::string::npos);
+  EXPECT_EQ(cpu.validate(schedules::target_info("arm-64-linux-arm_dot_prod"), {32, true}),
+            std::nullopt);
+  EXPECT_NE(error_of([] {
+              schedules::default_template(kCuda);
+            }).find("no schedule template schedules cuda targets"),
             std::string::npos);
   std::mt19937_64 rng(1);
-  EXPECT_NE(error_of([&] { schedules::sample("cpu_matmul", kHvx, {32, true}, rng); }).find("does not schedule hexagon"),
+  EXPECT_NE(error_of([&] {
+              schedules::sample("cpu_matmul", kHvx, {32, true}, rng);
+            }).find("does not schedule hexagon"),
             std::string::npos);
 }
 
@@ -163,8 +187,12 @@ TEST(Seam, TheJitRefusesBeforeCompiling) {
   args.a = &a;
   args.b = &b;
   const std::size_t compiled = jit_cache_size();
-  const std::string why = error_of([&] { gemm_halide(args, HalideVariant{Schedule(), "x86-64-linux-cuda-cuda_capability_80"}); });
-  EXPECT_NE(why.find("Gemm: schedule: template cpu_matmul does not schedule cuda targets"), std::string::npos) << why;
+  const std::string why = error_of([&] {
+    gemm_halide(args, HalideVariant{Schedule(), "x86-64-linux-cuda-cuda_capability_80"});
+  });
+  EXPECT_NE(why.find("Gemm: schedule: template cpu_matmul does not schedule cuda targets"),
+            std::string::npos)
+      << why;
   EXPECT_EQ(jit_cache_size(), compiled);  // nothing was compiled
 }
 
@@ -178,13 +206,16 @@ TEST(Seam, TheGeneratorRefusesAScheduleThatDoesNotFit) {
   };
   const std::vector<Case> cases = {
       {"x86-64-linux-cuda-cuda_capability_80", {}, "no schedule template schedules cuda targets"},
-      {"x86-64-linux-cuda-cuda_capability_80", {{"template", "cpu_matmul"}}, "does not schedule cuda targets"},
+      {"x86-64-linux-cuda-cuda_capability_80",
+       {{"template", "cpu_matmul"}},
+       "does not schedule cuda targets"},
       {"x86-64-linux-avx2", {{"tile_rows", "16"}, {"tile_vectors", "8"}}, "vector registers"},
       {"x86-64-linux-avx2", {{"k_group", "4"}}, "regroups the K sum"},
       {"x86-64-linux-avx2", {{"template", "nope"}}, "template 'nope' is not a schedule template"},
   };
   for (const Case& c : cases) {
-    auto gen = Halide::Internal::GeneratorRegistry::create("mmtune_gemm", Halide::GeneratorContext(Halide::Target(c.target)));
+    auto gen = Halide::Internal::GeneratorRegistry::create(
+        "mmtune_gemm", Halide::GeneratorContext(Halide::Target(c.target)));
     ASSERT_NE(gen, nullptr);
     std::map<std::string, std::string> gp = c.params;
     gp["A.type"] = gp["B.type"] = gp["C.type"] = gp["Y.type"] = "float32";

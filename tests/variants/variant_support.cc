@@ -21,8 +21,8 @@ uint64_t variant_seed() {
   return seed;
 }
 
-std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, schedules::Accumulator acc, int count,
-                                         uint64_t seed) {
+std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, schedules::Accumulator acc,
+                                         int count, uint64_t seed) {
   std::vector<ScheduleDraw> draws;
   const schedules::Schedule defaults = schedules::default_schedule(t, acc);
   draws.push_back({"default", defaults, defaults.tile(t, acc)});
@@ -37,12 +37,22 @@ std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, schedul
 
 std::vector<MatmulShape> matmul_shapes(int rows, int cols, bool deep) {
   std::vector<MatmulShape> s = {
-      {"tiny", 1, 1, 1},      {"tiny", 2, 3, 5},       {"tiny", 7, 10, 3},
-      {"tiny", 10, 9, 8},     {"tile", rows, cols, 16}, {"tile_multiple", 2 * rows, 3 * cols, 33},
-      {"ragged", 2 * rows + 1, 3 * cols - 1, 17},        {"ragged", rows - 1 > 0 ? rows - 1 : 1, cols + 1, 9},
-      {"pow2", 64, 64, 64},   {"pow2_pm1", 63, 65, 127}, {"pow2_pm1", 33, 31, 65},
-      {"shallow_k", 19, 45, 1}, {"shallow_k", 13, 70, 4}, {"gemv", 1, 257, 300},
-      {"gemv", 1, 5, 1000},   {"empty_k", 3, 2 * cols + 1, 0},
+      {"tiny", 1, 1, 1},
+      {"tiny", 2, 3, 5},
+      {"tiny", 7, 10, 3},
+      {"tiny", 10, 9, 8},
+      {"tile", rows, cols, 16},
+      {"tile_multiple", 2 * rows, 3 * cols, 33},
+      {"ragged", 2 * rows + 1, 3 * cols - 1, 17},
+      {"ragged", rows - 1 > 0 ? rows - 1 : 1, cols + 1, 9},
+      {"pow2", 64, 64, 64},
+      {"pow2_pm1", 63, 65, 127},
+      {"pow2_pm1", 33, 31, 65},
+      {"shallow_k", 19, 45, 1},
+      {"shallow_k", 13, 70, 4},
+      {"gemv", 1, 257, 300},
+      {"gemv", 1, 5, 1000},
+      {"empty_k", 3, 2 * cols + 1, 0},
   };
   if (deep) s.push_back({"deep_k", 9, 35, 4099});
   return s;
@@ -51,21 +61,39 @@ std::vector<MatmulShape> matmul_shapes(int rows, int cols, bool deep) {
 Tensor random_tensor(DType t, Shape shape, std::mt19937_64& rng, double lo, double hi) {
   Tensor r(t, std::move(shape));
   std::uniform_real_distribution<double> real(lo, hi);
-  auto integer = [&] {
-    return static_cast<int64_t>(std::floor(real(rng) + 0.5));
-  };
+  auto integer = [&] { return static_cast<int64_t>(std::floor(real(rng) + 0.5)); };
   for (int64_t i = 0; i < r.numel(); ++i) {
     switch (t) {
-      case DType::kInt8: r.data<int8_t>()[i] = static_cast<int8_t>(integer()); break;
-      case DType::kUInt8: r.data<uint8_t>()[i] = static_cast<uint8_t>(integer()); break;
-      case DType::kInt32: r.data<int32_t>()[i] = static_cast<int32_t>(integer()); break;
-      case DType::kUInt32: r.data<uint32_t>()[i] = static_cast<uint32_t>(integer()); break;
-      case DType::kInt64: r.data<int64_t>()[i] = integer(); break;
-      case DType::kUInt64: r.data<uint64_t>()[i] = static_cast<uint64_t>(integer()); break;
-      case DType::kFloat32: r.data<float>()[i] = static_cast<float>(real(rng)); break;
-      case DType::kFloat64: r.data<double>()[i] = real(rng); break;
-      case DType::kFloat16: r.data<uint16_t>()[i] = float_to_float16(static_cast<float>(real(rng))); break;
-      case DType::kBFloat16: r.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(real(rng))); break;
+      case DType::kInt8:
+        r.data<int8_t>()[i] = static_cast<int8_t>(integer());
+        break;
+      case DType::kUInt8:
+        r.data<uint8_t>()[i] = static_cast<uint8_t>(integer());
+        break;
+      case DType::kInt32:
+        r.data<int32_t>()[i] = static_cast<int32_t>(integer());
+        break;
+      case DType::kUInt32:
+        r.data<uint32_t>()[i] = static_cast<uint32_t>(integer());
+        break;
+      case DType::kInt64:
+        r.data<int64_t>()[i] = integer();
+        break;
+      case DType::kUInt64:
+        r.data<uint64_t>()[i] = static_cast<uint64_t>(integer());
+        break;
+      case DType::kFloat32:
+        r.data<float>()[i] = static_cast<float>(real(rng));
+        break;
+      case DType::kFloat64:
+        r.data<double>()[i] = real(rng);
+        break;
+      case DType::kFloat16:
+        r.data<uint16_t>()[i] = float_to_float16(static_cast<float>(real(rng)));
+        break;
+      case DType::kBFloat16:
+        r.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(real(rng)));
+        break;
       default: {
         // float8: a random finite pattern within [lo, hi].
         for (;;) {
@@ -87,11 +115,16 @@ double quant_max(DType t) { return t == DType::kInt8 ? 127 : 255; }
 
 ValueRange gemm_value_range(DType t) {
   switch (t) {
-    case DType::kInt32: return {-2147483648.0, 2147483647.0};  // products and sums wrap
-    case DType::kUInt32: return {0, 4294967295.0};
-    case DType::kInt64: return {-9.2e18, 9.2e18};
-    case DType::kUInt64: return {0, 1.8e19};
-    default: return {-2.0, 2.0};
+    case DType::kInt32:
+      return {-2147483648.0, 2147483647.0};  // products and sums wrap
+    case DType::kUInt32:
+      return {0, 4294967295.0};
+    case DType::kInt64:
+      return {-9.2e18, 9.2e18};
+    case DType::kUInt64:
+      return {0, 1.8e19};
+    default:
+      return {-2.0, 2.0};
   }
 }
 

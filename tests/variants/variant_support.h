@@ -1,5 +1,5 @@
-// Shared machinery of the variant suites: schedule draws (seeded, logged), shape categories relative
-// to a kernel's tile, random tensors per dtype.
+// Shared machinery of the variant suites: schedule draws (seeded, logged), shape categories
+// relative to a kernel's tile, random tensors per dtype.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +22,8 @@ struct ScheduleDraw {
 };
 // The host template's defaults first, then `count` valid random draws from its search space for a
 // sum `acc` (an exact sum's draws may group K).
-std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, schedules::Accumulator acc, int count,
-                                         uint64_t seed);
+std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, schedules::Accumulator acc,
+                                         int count, uint64_t seed);
 
 struct MatmulShape {
   std::string category;

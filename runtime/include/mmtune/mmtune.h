@@ -1,11 +1,12 @@
 // mmtune's runtime library: the operators with ONNX semantics over the ahead-of-time kernels linked
-// into this build (a dispatch table generated from a tuning database, tuned/<target>.json), with the
-// reference's validation and an exact fallback. Nothing is read at run time.
+// into this build (a dispatch table generated from a tuning database, tuned/<target>.json), with
+// the reference's validation and an exact fallback. Nothing is read at run time.
 //
 // Every call validates exactly as the reference does (same InvalidArgument messages), then runs the
-// linked kernel whose identity (operator, dtypes, mode, ...) matches the call and whose shape bucket
-// contains (M, N, K) (or the nearest bucket of that identity); when no kernel may run, the reference
-// implementation computes the result: slower, never different. DispatchInfo says which ran and why.
+// linked kernel whose identity (operator, dtypes, mode, ...) matches the call and whose shape
+// bucket contains (M, N, K) (or the nearest bucket of that identity); when no kernel may run, the
+// reference implementation computes the result: slower, never different. DispatchInfo says which
+// ran and why.
 #pragma once
 
 #include <map>
@@ -62,9 +63,9 @@ Tensor run(std::string_view op, const NamedTensors& inputs, const Attributes& at
 
 // The kernels linked into this build.
 struct KernelInfo {
-  std::string name;       // docs/naming.md
-  std::string op;         // ONNX operator name
-  std::string generator;  // Halide generator
+  std::string name;                             // docs/naming.md
+  std::string op;                               // ONNX operator name
+  std::string generator;                        // Halide generator
   std::map<std::string, std::string> identity;  // generator params defining what it computes
   std::map<std::string, std::string> schedule;  // generator params of its schedule
   std::string bucket;                           // "any", "m 1..3", "m 4.."
