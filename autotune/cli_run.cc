@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "autotune/cli.h"
+#include "autotune/cli_parse.h"
 #include "autotune/halide_ops.h"
 #include "autotune/npy.h"
 #include "mmtune/mmtune.h"
@@ -22,37 +23,14 @@ namespace fs = std::filesystem;
 struct RunOptions {
   std::string op;
   std::string impl = "reference";
-  std::string params;  // --impl halide: a cpu_matmul params JSON file
+  std::string params;           // --impl halide: a schedule JSON file
+  std::string target = "host";  // --impl halide: the Halide target to compile for
   std::vector<std::string> inputs;
   std::string input_dir;
   std::vector<std::string> attrs;
   std::string output;
   bool print = false;
 };
-
-// "NAME=PATH[:dtype]" -> (NAME, PATH, dtype). The dtype suffix is recognised only when it names a
-// dtype, so paths containing ':' still work.
-void parse_input(const std::string& spec, std::string& name, std::string& path,
-                 std::optional<DType>& as) {
-  const auto eq = spec.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-    invalid("mmtune run", "--input ", spec, " is not NAME=FILE.npy[:dtype]");
-  }
-  name = spec.substr(0, eq);
-  path = spec.substr(eq + 1);
-  as.reset();
-  const auto colon = path.rfind(':');
-  if (colon != std::string::npos) {
-    const std::string suffix = path.substr(colon + 1);
-    if (auto t = dtype_from_name(suffix)) {
-      as = t;
-      path = path.substr(0, colon);
-    } else if (suffix.find('/') == std::string::npos && !fs::exists(path)) {
-      invalid("mmtune run", "--input ", spec, ": '", suffix,
-              "' is not a dtype (known: ", all_dtype_names(), ")");
-    }
-  }
-}
 
 NamedTensors load_inputs(const RunOptions& o) {
   NamedTensors inputs;
@@ -92,19 +70,6 @@ NamedTensors load_inputs(const RunOptions& o) {
     add(name, path, as);
   }
   return inputs;
-}
-
-Attributes parse_attrs(const std::vector<std::string>& specs) {
-  Attributes attrs;
-  for (const std::string& s : specs) {
-    const auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0)
-      invalid("mmtune run", "--attr ", s, " is not KEY=VALUE");
-    if (!attrs.emplace(s.substr(0, eq), s.substr(eq + 1)).second) {
-      invalid("mmtune run", "attribute ", s.substr(0, eq), " is given twice");
-    }
-  }
-  return attrs;
 }
 
 // Values as numpy prints them, nested by dimension.
@@ -152,6 +117,7 @@ void print_values(std::ostream& os, const Tensor& t) {
 // kernel's sum (shrunk where they do not fit this host's registers, as the variant suites do).
 HalideVariant halide_variant(const RunOptions& o) {
   HalideVariant v;
+  v.target = o.target;
   if (!o.params.empty()) {
     std::ifstream in(o.params);
     if (!in) invalid("mmtune run", "--params ", o.params, " cannot be read");
@@ -172,6 +138,10 @@ int run(const RunOptions& o) {
     invalid("mmtune run", "--impl ", o.impl,
             " is not an implementation; implementations: reference, halide, runtime");
   }
+  if (o.target != "host" && o.impl != "halide") {
+    invalid("mmtune run", "--target ", o.target, " applies to --impl halide only, not --impl ",
+            o.impl);
+  }
   if (!o.params.empty() && o.impl != "halide") {
     invalid("mmtune run", "--params ", o.params, " applies to --impl halide only, not --impl ",
             o.impl);
@@ -189,7 +159,7 @@ int run(const RunOptions& o) {
   if (o.impl == "halide") {
     const HalideVariant v = halide_variant(o);
     y = run_halide(op.name, inputs, attrs, v);
-    how = "JIT for " + host_target() + ", schedule " +
+    how = "JIT for " + resolve_target(o.target) + ", schedule " +
           (v.schedule ? nlohmann::json(*v.schedule).dump() : "defaults");
   } else if (o.impl == "runtime") {
     DispatchInfo info;
@@ -220,6 +190,11 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--impl", o->impl,
                   "Implementation: reference, halide (JIT of the generator), runtime (the linked "
                   "AOT kernels)")
+      ->capture_default_str();
+  cmd->add_option(
+         "--target", o->target,
+         "--impl halide: the Halide target to compile for (default host; one this CPU runs, "
+         "e.g. x86-64-linux-sse41)")
       ->capture_default_str();
   cmd->add_option("--params", o->params,
                   "--impl halide: a schedule, JSON {\"template\": \"cpu_matmul\", knob: value, "

@@ -3,9 +3,12 @@
 #include "autotune/halide_ops.h"
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "autotune/halide_jit.h"
 #include "runtime/host/buffer_view.h"
+#include "runtime/host/cpu_features.h"
 #include "runtime/host/qgemm_host.h"
 #include "runtime/host/qlinear_matmul_host.h"
 #include "runtime/host/quant_matmul_dequant_host.h"
@@ -14,33 +17,67 @@ namespace mmtune {
 namespace {
 
 // A kernel compiled on its first call (none when the host side runs no kernel), called with an
-// error-capturing context; a failure throws InternalError naming the kernel.
+// error-capturing context; a failure throws InternalError naming the kernel. Counts its calls into
+// the JitRun, and gives the host side the JitRun's output storage.
 class LazyKernel {
  public:
-  LazyKernel(KernelKey key, std::string target)
-      : key_(std::move(key)), target_(std::move(target)) {}
+  LazyKernel(KernelKey key, std::string target, JitRun* run)
+      : key_(std::move(key)), target_(std::move(target)), run_(run ? run : &own_) {
+    // The JIT runs what it compiles on this CPU: a target it cannot run is refused, not faulted.
+    if (target_ != "host") {
+      if (auto why = cpu_cannot_run(resolve_target(target_))) {
+        invalid(key_.identity.op, "the JIT runs its kernels on this CPU, and ", *why);
+      }
+    }
+  }
 
   template <class... Args>
   int operator()(Args... args) {
     if (!kernel_) kernel_ = jit::compile(key_, target_);
     jit::ErrorContext ctx;
     jit::check((*kernel_)(ctx.get(), args...), ctx, key_);
+    ++run_->kernel_calls;
     return 0;
   }
+
+  uint8_t* placed_output() const { return run_->output; }
 
  private:
   KernelKey key_;
   std::string target_;
+  JitRun own_;
+  JitRun* run_;
   std::optional<Halide::Callable> kernel_;
 };
+
+// The JIT's kernels address Halide's 32-bit buffers: a larger operand is refused before any view is
+// made (the runtime takes the reference path for such calls instead).
+struct Operand {
+  const char* name;
+  Shape shape;
+  DType dtype;
+};
+void require_halide_buffers(const std::string& op, const std::vector<Operand>& operands) {
+  for (const Operand& o : operands) {
+    if (!fits_halide_buffer(o.shape, o.dtype)) {
+      invalid(op, o.name, " is ", dtype_name(o.dtype), " ", shape_str(o.shape),
+              ", beyond the 32-bit Halide buffers of the JIT (each extent and the byte size below "
+              "2^31); "
+              "mmtune::runtime computes such calls with the reference");
+    }
+  }
+}
 
 }  // namespace
 
 std::size_t jit_cache_size() { return jit::cache_size(); }
 
-Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v) {
+Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v, JitRun* run) {
   const GemmPlan plan = validate_gemm(args);
-  LazyKernel kernel(kernel_key(gemm_identity(args), v), v.target);
+  LazyKernel kernel(kernel_key(gemm_identity(args), v), v.target, run);
+  require_halide_buffers("Gemm", {{"A", args.a->shape, args.a->dtype},
+                                  {"B", args.b->shape, args.b->dtype},
+                                  {"Y", {plan.m, plan.n}, args.a->dtype}});
   // K = 0: no sum to compute, the result is the epilogue alone; the reference evaluates it.
   if (plan.k == 0) return gemm(args);
   Tensor y(args.a->dtype, {plan.m, plan.n});
@@ -49,42 +86,54 @@ Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v) {
   auto a = view(*args.a, args.a->shape);
   auto b = view(*args.b, args.b->shape);
   auto c = args.c ? view(*args.c, {plan.m, plan.n}) : view(dummy, {1, 1});
-  auto out = view(y, y.shape);
+  auto out = view_matrix(output_data(y, kernel.placed_output()), y.dtype, 0, plan.m, plan.n);
   kernel(a.raw_buffer(), b.raw_buffer(), c.raw_buffer(), args.alpha, args.beta, out.raw_buffer());
+  finish_output(y, kernel.placed_output());
   return y;
 }
 
-Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant& v) {
+Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant& v, JitRun* run) {
   const QLinearMatMulPlan plan = validate_qlinear_matmul(args);
-  LazyKernel kernel(kernel_key(qlinear_matmul_identity(args), v), v.target);
+  LazyKernel kernel(kernel_key(qlinear_matmul_identity(args), v), v.target, run);
+  const MatMulShape& s = plan.shape;  // one 2-D product per batch entry
+  require_halide_buffers("QLinearMatMul", {{"a (one batch entry)", {s.m, s.k}, args.a->dtype},
+                                           {"b (one batch entry)", {s.k, s.n}, args.b->dtype},
+                                           {"y (one batch entry)", {s.m, s.n}, plan.out_dtype}});
   return run_qlinear_matmul_host(
       args, plan,
       [&](halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* as, halide_buffer_t* az,
           halide_buffer_t* bs, halide_buffer_t* bz, float ys, int32_t yzp,
-          halide_buffer_t* y) { return kernel(a, b, as, az, bs, bz, ys, yzp, y); });
+          halide_buffer_t* y) { return kernel(a, b, as, az, bs, bz, ys, yzp, y); },
+      kernel.placed_output());
 }
 
-Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v) {
+Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v, JitRun* run) {
   const QGemmPlan plan = validate_qgemm(args);
-  LazyKernel kernel(kernel_key(qgemm_identity(args), v), v.target);
-  return run_qgemm_host(args, plan,
-                        [&](halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* c,
-                            float a_scale, int32_t a_zp, halide_buffer_t* bs, halide_buffer_t* bz,
-                            float ys, int32_t yzp, float alpha, halide_buffer_t* y) {
-                          return kernel(a, b, c, a_scale, a_zp, bs, bz, ys, yzp, alpha, y);
-                        });
+  LazyKernel kernel(kernel_key(qgemm_identity(args), v), v.target, run);
+  require_halide_buffers("QGemm", {{"A", args.a->shape, args.a->dtype},
+                                   {"B", args.b->shape, args.b->dtype},
+                                   {"Y", {plan.m, plan.n}, plan.out_dtype}});
+  return run_qgemm_host(
+      args, plan,
+      [&](halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* c, float a_scale, int32_t a_zp,
+          halide_buffer_t* bs, halide_buffer_t* bz, float ys, int32_t yzp, float alpha,
+          halide_buffer_t* y) { return kernel(a, b, c, a_scale, a_zp, bs, bz, ys, yzp, alpha, y); },
+      kernel.placed_output());
 }
 
-Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const HalideVariant& v) {
+Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const HalideVariant& v,
+                                   JitRun* run) {
   const QuantMatmulDequantPlan plan = validate_quant_matmul_dequant(args);
-  LazyKernel kernel(kernel_key(quant_matmul_dequant_identity(args), v), v.target);
+  LazyKernel kernel(kernel_key(quant_matmul_dequant_identity(args), v), v.target, run);
+  require_halide_buffers("QuantMatmulDequant", {{"x", args.x->shape, args.x->dtype},
+                                                {"weight", args.weight->shape, args.weight->dtype},
+                                                {"y", {plan.m, plan.n}, DType::kFloat16}});
   return run_quant_matmul_dequant_host(
       args, plan,
       [&](halide_buffer_t* x, halide_buffer_t* weight, halide_buffer_t* weight_scale,
           halide_buffer_t* bias, halide_buffer_t* x_scale, halide_buffer_t* smooth,
-          halide_buffer_t* y) {
-        return kernel(x, weight, weight_scale, bias, x_scale, smooth, y);
-      });
+          halide_buffer_t* y) { return kernel(x, weight, weight_scale, bias, x_scale, smooth, y); },
+      kernel.placed_output());
 }
 
 Tensor run_halide(std::string_view op_name, const NamedTensors& in, const Attributes& attrs,

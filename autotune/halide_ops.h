@@ -6,6 +6,8 @@
 // bit for bit.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "autotune/kernel_key.h"
@@ -13,11 +15,21 @@
 
 namespace mmtune {
 
-Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v);
+// What the gate (autotune/gate.h) sees of one call: where the kernel writes, whether it ran.
+struct JitRun {
+  uint8_t* output = nullptr;     // in: storage for Y's bytes (nullptr: Y's own); the result is
+  std::size_t output_bytes = 0;  // copied back into the returned tensor
+  int kernel_calls = 0;  // out: kernel invocations; 0 when the reference computed Y (an empty
+                         // output, K = 0 where the host hands it to the reference)
+};
+
+Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v, JitRun* run = nullptr);
 // int8/uint8 operands, or float8 operands (QLinearMatMul-21, mmtune's definition).
-Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant& v);
-Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v);
-Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const HalideVariant& v);
+Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant& v,
+                             JitRun* run = nullptr);
+Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v, JitRun* run = nullptr);
+Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const HalideVariant& v,
+                                   JitRun* run = nullptr);
 
 // Named-tensor entry point, the Halide twin of run_reference (same names, attributes, checks).
 Tensor run_halide(std::string_view op, const NamedTensors& inputs, const Attributes& attrs,

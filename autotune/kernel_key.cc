@@ -3,11 +3,18 @@
 
 #include "Halide.h"
 #include "reference/dtype.h"
+#include "reference/gemm.h"
 
 namespace mmtune {
 
 std::string resolve_target(const std::string& target) {
-  return target == "host" ? Halide::get_host_target().to_string() : target;
+  if (target == "host") return Halide::get_host_target().to_string();
+  if (!Halide::Target::validate_target_string(target)) {
+    invalid("target", "'", target,
+            "' is not a Halide target string (arch-bits-os[-feature...], e.g. "
+            "x86-64-linux-avx2-fma)");
+  }
+  return target;
 }
 
 std::string host_target() { return resolve_target("host"); }
@@ -45,6 +52,10 @@ KernelKey kernel_key(const KernelIdentity& id, const HalideVariant& v) {
   const schedules::Accumulator acc = accumulator_of(id);
   const schedules::Schedule s = v.schedule ? *v.schedule : schedules::default_schedule(t, acc);
   if (auto why = s.validate(t, acc)) invalid(id.op, "schedule: ", *why);
+  auto contract = id.params.find("contract");
+  if (contract != id.params.end() && contract->second == to_string(FloatContract::kFma)) {
+    if (auto why = schedules::why_no_fma(t)) invalid(id.op, *why);
+  }
   return {id, s};
 }
 

@@ -20,7 +20,8 @@ struct HalideVariant {
   std::string target = "host";  // "host" or a Halide target string
 };
 
-// The Halide target string `target` names ("host": this machine's, as Halide detects it).
+// The Halide target string `target` names ("host": this machine's, as Halide detects it);
+// InvalidArgument for a string that is not a Halide target.
 std::string resolve_target(const std::string& target);
 // This machine's Halide target string ("x86-64-linux-avx2-...").
 std::string host_target();

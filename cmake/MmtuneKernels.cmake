@@ -3,27 +3,37 @@
 # The build never tunes (STYLE.md item 7); the table is compiled, nothing is read at run time.
 include_guard(GLOBAL)
 
-# The database a host should use: the AVX2 one on any x86-64 host with AVX2, FMA and F16C (AVX-512
-# hosts run that code too), else the SSE4.1 baseline; "none" (no kernels: every call takes the
-# reference path) where neither applies or the host cannot be inspected (cross builds).
-function(mmtune_host_kernel_target out_var)
-  set(target none)
+# The shipped databases this host can run, best first: the AVX2 one on any x86-64 host with AVX2,
+# FMA and F16C (AVX-512 hosts run that code too), then the SSE4.1 baseline; empty where neither
+# applies or the host cannot be inspected (cross builds).
+function(mmtune_host_kernel_targets out_var)
+  set(targets "")
   if(NOT CMAKE_CROSSCOMPILING AND CMAKE_HOST_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$"
      AND EXISTS /proc/cpuinfo)
     file(STRINGS /proc/cpuinfo flags REGEX "^flags" LIMIT_COUNT 1)
     string(APPEND flags " ")
     if(flags MATCHES " avx2 " AND flags MATCHES " fma " AND flags MATCHES " f16c ")
-      set(target x86-64-linux-avx2-fma-f16c)
-    elseif(flags MATCHES " sse4_1 ")
-      set(target x86-64-linux-sse41)
+      list(APPEND targets x86-64-linux-avx2-fma-f16c)
+    endif()
+    if(flags MATCHES " sse4_1 ")
+      list(APPEND targets x86-64-linux-sse41)
     endif()
   endif()
-  set(${out_var} "${target}" PARENT_SCOPE)
+  set(${out_var} "${targets}" PARENT_SCOPE)
 endfunction()
 
-mmtune_host_kernel_target(_mmtune_default_target)
+mmtune_host_kernel_targets(_mmtune_runnable)
+set(_mmtune_default_target none)
+set(_mmtune_default_extra "")
+if(_mmtune_runnable)
+  list(POP_FRONT _mmtune_runnable _mmtune_default_target)
+  set(_mmtune_default_extra "${_mmtune_runnable}")
+endif()
 set(MMTUNE_TARGET "${_mmtune_default_target}" CACHE STRING
     "Halide target of the shipped kernels: the database tuned/<MMTUNE_TARGET>.json, or none")
+set(MMTUNE_EXTRA_TARGETS "${_mmtune_default_extra}" CACHE STRING
+    "More databases (tuned/<target>.json) to build beside MMTUNE_TARGET, each into its own runtime \
+library with its own runtime test suite (default: the other shipped databases this host runs)")
 
 # Reads member `path...` of `json` into `out`; a fatal error naming `what` when it is missing.
 function(_mmtune_json_get out json what)
@@ -114,11 +124,15 @@ function(mmtune_add_kernels name)
   endif()
 
   # One runtime for every kernel (the Halide runtime is per process: one thread pool, one error
-  # handler); for a kernel-less build, the runtime of the host so that the API still links.
+  # handler), compiled for the architecture's baseline: the library promises to run the reference
+  # on a CPU that lacks the kernels' features, so the runtime's own code must not need them (Halide
+  # builds a runtime for the common features of its targets: the baseline target makes them none).
+  # For a kernel-less build, the runtime of the host so that the API still links.
   set(runtime ${name}.runtime)
-  set(runtime_target "${target}")
   if(target STREQUAL "none")
     set(runtime_target host)
+  else()
+    string(REGEX MATCH "^[a-z0-9_]+-[0-9]+-[a-z]+" runtime_target "${target}")
   endif()
   add_halide_runtime(${runtime} TARGETS "${runtime_target}")
 
@@ -148,6 +162,11 @@ function(mmtune_add_kernels name)
       _mmtune_json_get(generator "${json}" "${where}" kernels ${i} generator)
       _mmtune_json_params(identity "${json}" "${where}: params" "" kernels ${i} params)
       _mmtune_json_params(schedule "${json}" "${where}: schedule" "" kernels ${i} schedule)
+      # The fma float contract needs a fused multiply-add (schedules/target_info.cc, why_no_fma).
+      if("contract=fma" IN_LIST identity AND target MATCHES "^x86" AND NOT target MATCHES "-(fma|avx512[a-z_]*)(-|$)")
+        message(FATAL_ERROR "mmtune_add_kernels: ${where}: contract=fma needs a fused multiply-add, which "
+                "target ${target} lacks (an x86 target needs the fma feature, e.g. x86-64-linux-avx2-fma)")
+      endif()
 
       # The bucket: "any", or an object of optional m_min, m_max, n_min, n_max, k_min, k_max.
       set(bounds "")

@@ -36,13 +36,20 @@ Format format_of(DType f) {
 }  // namespace
 
 Expr decode_float8(DType format, const Expr& bits) {
-  static std::map<DType, Buffer<float>> tables;
+  // The four tables, built once (a function-local static is initialized once even when several
+  // threads compile float8 kernels at the same time) and only read afterwards.
+  static const std::map<DType, Buffer<float>> tables = [] {
+    std::map<DType, Buffer<float>> t;
+    for (DType f : {DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2,
+                    DType::kFloat8E5M2FNUZ}) {
+      Buffer<float> table(256, std::string("float8_table_") + dtype_name(f));
+      for (int p = 0; p < 256; ++p) table(p) = float8_to_float(f, static_cast<uint8_t>(p));
+      t.emplace(f, table);
+    }
+    return t;
+  }();
   auto it = tables.find(format);
-  if (it == tables.end()) {
-    Buffer<float> t(256, std::string("float8_table_") + dtype_name(format));
-    for (int p = 0; p < 256; ++p) t(p) = float8_to_float(format, static_cast<uint8_t>(p));
-    it = tables.emplace(format, t).first;
-  }
+  MMTUNE_CHECK(it != tables.end(), "not a float8 format: " << dtype_name(format));
   return it->second(cast(Int(32), bits));
 }
 

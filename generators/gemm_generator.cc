@@ -3,6 +3,7 @@
 // accumulation type under the float contract, then the epilogue, always strict.
 #include <limits>
 
+#include "generators/float16_codec.h"
 #include "generators/matmul_core.h"
 #include "reference/gemm.h"
 #include "schedules/schedule_knobs.h"
@@ -47,16 +48,23 @@ class GemmGenerator : public Generator<GemmGenerator> {
     Func b_raw = clamped_matrix(B, n, k, trans_b, "b_raw");
     Var x("x"), y("y");
     Func a("a"), b("b");
-    a(x, y) = cast(acc_t, a_raw(x, y));
-    b(x, y) = cast(acc_t, b_raw(x, y));
+    // Widened to the accumulation type exactly (float16 through the exact codec).
+    auto widen = [&](const Expr& v) {
+      return t == Float(16) ? float16_to_float32(v, get_target()) : cast(acc_t, v);
+    };
+    a(x, y) = widen(a_raw(x, y));
+    b(x, y) = widen(b_raw(x, y));
 
     p_.layout = schedule_knobs.layout(get_target(), acc_);
     const bool strict_sum = effective_contract(dtype_of(t), contract) == FloatContract::kStrict;
+    if (!strict_sum) {
+      const auto why = schedules::why_no_fma(schedules::target_info(get_target()));
+      _halide_user_assert(!why) << "Gemm: " << why.value_or("") << "\n";
+    }
     build_matmul(p_, a, b, k, cast(acc_t, 0), [&](const Expr& sum, const Expr& av, const Expr& bv) {
-      // strict: the product and the sum rounded separately. fma: left to LLVM's contraction of the
-      // non-strict a*b + sum, which the variant tests must prove equal to a sequential fma chain
-      // before a kernel may claim the contract.
-      return strict_sum ? strict_float(sum + av * bv) : sum + av * bv;
+      // strict: the product and the sum rounded separately. fma: one explicit fused multiply-add
+      // per step, in K order (the epilogue's strict_float keeps the module free of fast-math).
+      return strict_sum ? strict_float(sum + av * bv) : fused_multiply_add(av, bv, sum);
     });
     Func acc = p_.acc;
 
@@ -66,13 +74,17 @@ class GemmGenerator : public Generator<GemmGenerator> {
     if (is_float) {
       const Type ep_t = t.bits() == 64 ? Float(64) : Float(32);
       Expr d = acc(j, i);
-      if (narrow) d = cast(ep_t, cast(t, d));  // d rounded to T once, then the float32 epilogue
+      // d rounded to T once, then the float32 epilogue.
+      if (t == Float(16)) {
+        d = float16_to_float32(float32_to_float16(d, get_target()), get_target());
+      } else if (narrow) {
+        d = cast(ep_t, cast(t, d));
+      }
       Expr v = strict_float(d * cast(ep_t, alpha));
       if (has_c) {
-        v = select(beta == 0.0f, v,
-                   strict_float(v + strict_float(cast(ep_t, c) * cast(ep_t, beta))));
+        v = select(beta == 0.0f, v, strict_float(v + strict_float(widen(c) * cast(ep_t, beta))));
       }
-      result = cast(t, v);
+      result = t == Float(16) ? float32_to_float16(v, get_target()) : cast(t, v);
       if (!narrow) {
         // Canonical NaN (positive quiet NaN), whatever sign the hardware gave it.
         result = select(

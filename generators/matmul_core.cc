@@ -39,6 +39,43 @@ void build_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b, co
   p.acc(j, i) = step(p.acc(j, i), a(p.r, i), b_value);
 }
 
+void build_dot8_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b,
+                       const Expr& k_extent) {
+  auto product = [](const Expr& av, const Expr& bv) {
+    return cast(Int(32), av) * cast(Int(32), bv);
+  };
+  if (p.layout.k_group == 1) {
+    build_matmul(p, a, b, k_extent, cast(UInt(32), 0),
+                 [&](const Expr& sum, const Expr& av, const Expr& bv) {
+                   return sum + cast(UInt(32), product(av, bv));
+                 });
+    return;
+  }
+  const Var& j = p.j;
+  const Var& i = p.i;
+  const int panel = p.layout.panel;
+  const int g = p.layout.k_group;
+  Var kk("kk"), kg("kg"), jj("jj"), jp("jp"), y("y"), kb("kb");
+  p.packed_a(kk, kg, y) = select(kg * g + kk < k_extent, a(kg * g + kk, y), cast(a.type(), 0));
+  p.packed_b(kk, jj, kg, jp) =
+      select(kg * g + kk < k_extent, b(jp * panel + jj, kg * g + kk), cast(b.type(), 0));
+  // K in nb blocks of bg groups (bg * g <= 2^15 products). The sizes are computed in uint32: in
+  // int32 the simplifier may rewrite n + (n + c) / d into a form that overflows for large K.
+  const int max_groups = (1 << 15) / g;
+  const Expr groups = cast(UInt(32), (k_extent + g - 1) / g);
+  const Expr nb = (groups + cast(UInt(32), max_groups - 1)) / cast(UInt(32), max_groups);
+  const Expr bg = (groups + nb - cast(UInt(32), 1)) / max(nb, cast(UInt(32), 1));
+  p.r = RDom(0, g, 0, cast(Int(32), bg), "r");  // r.x = kk, r.y = the group within the block
+  p.rb = RDom(0, cast(Int(32), nb), "rb");
+  // The last block may run past K by up to nb - 1 groups: the packed operands are zero there.
+  const Expr group = kb * cast(Int(32), bg) + p.r.y;
+  p.part(j, i, kb) = cast(Int(32), 0);
+  p.part(j, i, kb) +=
+      product(p.packed_a(p.r.x, group, i), p.packed_b(p.r.x, j % panel, group, j / panel));
+  p.acc(j, i) = cast(UInt(32), 0);
+  p.acc(j, i) += reinterpret(UInt(32), p.part(j, i, p.rb));
+}
+
 Func clamped_matrix(const Func& input, const Expr& width, const Expr& height, bool transpose,
                     const std::string& name) {
   Var x("x"), y("y");
@@ -50,6 +87,14 @@ Func clamped_matrix(const Func& input, const Expr& width, const Expr& height, bo
     f(x, y) = input(clamp(x, 0, width - 1), clamp(y, 0, height - 1));
   }
   return f;
+}
+
+Expr fused_multiply_add(const Expr& a, const Expr& b, const Expr& c) {
+  const Type t = a.type();
+  MMTUNE_CHECK(t.is_float() && (t.bits() == 32 || t.bits() == 64) && b.type() == t && c.type() == t,
+               "fused_multiply_add of " << a.type() << ", " << b.type() << ", " << c.type());
+  return Internal::Call::make(t, t.bits() == 32 ? "llvm.fma.f32" : "llvm.fma.f64", {a, b, c},
+                              Internal::Call::PureExtern);
 }
 
 Expr saturate_to(const Type& t, const Expr& v) { return cast(t, clamp(v, t.min(), t.max())); }

@@ -38,9 +38,9 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
                                            clamped_matrix(B, n, k, false, "b_c"), k);
     const Var j = p_.j, i = p_.i;
     // acc = C + sum, wrapping: add in uint32.
-    const Expr acc =
-        cast(Int(32), cast(UInt(32), q.accumulator(p_, a_zero_point, b_zero_point(j))) +
-                          cast(UInt(32), C(j, i)));
+    const Expr acc = reinterpret(
+        Int(32), reinterpret(UInt(32), q.accumulator(p_, a_zero_point, b_zero_point(j))) +
+                     reinterpret(UInt(32), C(j, i)));
     Expr s = strict_float(strict_float(alpha * a_scale) * b_scale(j));
     if (has_y_scale) s = strict_float(s / y_scale);
     const Type out = Y.type();

@@ -50,8 +50,8 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
     const Var j = p_.j, i = p_.i;
     const Type st = scale_type;
     // M = fl(fl(a_scale * b_scale) / y_scale) in the scale type (exact in float32 before rounding).
-    const Expr p = round_to_scale_type(strict_float(a_scale(i) * b_scale(j)), st);
-    const Expr mult = round_to_scale_type(strict_float(p / y_scale), st);
+    const Expr p = round_to_scale_type(strict_float(a_scale(i) * b_scale(j)), st, get_target());
+    const Expr mult = round_to_scale_type(strict_float(p / y_scale), st, get_target());
     if (float8) {
       // Decoded exactly (at packing time), products exact in float64, summed in K order.
       Var x("x"), yv("yv");

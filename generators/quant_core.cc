@@ -1,6 +1,7 @@
 // Integer matmul core and requantization shared by the quantized generators.
 #include "generators/quant_core.h"
 
+#include "generators/float16_codec.h"
 #include "generators/matmul_core.h"
 
 namespace mmtune::gen {
@@ -12,23 +13,23 @@ Expr QuantCore::accumulator(const schedules::MatmulPipeline& p, const Expr& za,
   const Expr uza = cast(UInt(32), za), uzb = cast(UInt(32), zb);
   const Var& j = p.j;
   const Var& i = p.i;
-  const Expr sum = cast(UInt(32), p.acc(j, i)) - uza * column_sums(j) - uzb * row_sums(i) +
-                   cast(UInt(32), k) * uza * uzb;
-  return cast(Int(32), sum);  // reinterpretation of the 32 bits (two's complement)
+  // All in uint32: mod 2^32 by definition (p.acc is uint32).
+  const Expr sum =
+      p.acc(j, i) - uza * column_sums(j) - uzb * row_sums(i) + cast(UInt(32), k) * uza * uzb;
+  // The same 32 bits read as two's complement (a cast would let Halide's bounds inference assume
+  // no overflow).
+  return reinterpret(Int(32), sum);
 }
 
 QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b,
                              const Expr& k) {
   QuantCore q;
   q.k = k;
-  // Exact products of 8-bit values in int32, summed in int32: LLVM's add wraps mod 2^32 (Halide
-  // emits no no-overflow flags on it), as do pmaddwd/vpdpwssd/vpdpbusd; the wrap_int32 variant
-  // cases check it. (An unsigned accumulator would be wrap-safe by definition but hides the
-  // dot-product pattern from Halide's instruction selection.)
+  // The exact sum of products, mod 2^32 by construction (build_dot8_matmul: uint32, with int32
+  // partial sums that cannot overflow where K is grouped for the dot-product instructions); the
+  // wrap_int32 variant cases (K = 33,100 and 150,000) check it.
   Var x("x"), y("y");
-  build_matmul(p, a, b, k, cast(Int(32), 0), [](const Expr& sum, const Expr& av, const Expr& bv) {
-    return sum + cast(Int(32), av) * cast(Int(32), bv);
-  });
+  build_dot8_matmul(p, a, b, k);
   RDom r(0, k, "rs");
   q.column_sums(x) = cast(UInt(32), 0);
   q.column_sums(x) += cast(UInt(32), cast(Int(32), b(x, r)));
@@ -52,8 +53,9 @@ Expr requantize_float64(const Expr& acc, const Expr& m, const Expr& zp, const Ty
   return cast(out, clamp(round(d), cast(Float(64), out.min()), cast(Float(64), out.max())));
 }
 
-Expr round_to_scale_type(const Expr& x, const Type& scale_type) {
+Expr round_to_scale_type(const Expr& x, const Type& scale_type, const Target& target) {
   if (scale_type == Float(32)) return x;
+  if (scale_type == Float(16)) return float16_to_float32(float32_to_float16(x, target), target);
   return cast(Float(32), cast(scale_type, x));
 }
 

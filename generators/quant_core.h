@@ -32,6 +32,7 @@ Halide::Expr requantize_float64(const Halide::Expr& acc, const Halide::Expr& m,
                                 const Halide::Expr& zp, const Halide::Type& out);
 
 // Rounds a float32 to `scale_type` (float32: identity; float16 / bfloat16: RNE) and back.
-Halide::Expr round_to_scale_type(const Halide::Expr& x, const Halide::Type& scale_type);
+Halide::Expr round_to_scale_type(const Halide::Expr& x, const Halide::Type& scale_type,
+                                 const Halide::Target& target);
 
 }  // namespace mmtune::gen

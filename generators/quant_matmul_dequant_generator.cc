@@ -25,6 +25,7 @@
 // k = 1 with x = 0 (same bits in every mode: x_q = 0, the row max is 0 either way).
 // Schedule: the target's template (K groups allowed: the sum is exact), with x_q and the dynamic
 // row max as per-row producers, s and inv once per call, and the weight's column sums per column.
+#include "generators/float16_codec.h"
 #include "generators/matmul_core.h"
 #include "schedules/schedule_knobs.h"
 
@@ -78,11 +79,14 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     const Expr n = transpose_weight ? weight.dim(1).extent() : weight.dim(0).extent();
 
     Var kk("kk"), i("i");
+    // float16 -> float32 exactly and back with RNE, on every target (generators/float16_codec).
+    const Target target = get_target();
+    auto f32 = [&](const Expr& h) { return float16_to_float32(h, target); };
     // xf = f32(x), times f32(smooth) in float32 (one rounding) when smoothing.
     Func xf("xf");
     {
-      Expr v = cast(Float(32), x(kk, i));
-      if (has_smooth) v = strict_float(v * cast(Float(32), smooth(kk)));
+      Expr v = f32(x(kk, i));
+      if (has_smooth) v = strict_float(v * f32(smooth(kk)));
       xf(kk, i) = v;
     }
 
@@ -92,9 +96,8 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
       // t = fl16(f32(x) * f32(smooth)) (the half-precision product: exact product rounded once to
       // float16), widened back exactly; the row max of |t| is exact. NaN elements never win
       // (std::fmax), so the running max is never NaN.
-      Expr t = cast(Float(32), x(kk, i));
-      if (has_smooth)
-        t = strict_float(cast(Float(32), cast(Float(16), t * cast(Float(32), smooth(kk)))));
+      Expr t = f32(x(kk, i));
+      if (has_smooth) t = f32(float32_to_float16(strict_float(t * f32(smooth(kk))), target));
       Func abs_t("abs_t");
       abs_t(kk, i) = strict_float(abs(t));
       RDom rk(0, k, "rk");
@@ -105,7 +108,7 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     } else if (per_token) {
       s(i) = x_scale(i);
     } else {
-      s(i) = cast(Float(32), x_scale(0));  // float16 -> float32 is exact
+      s(i) = x_scale.type() == Float(16) ? f32(x_scale(0)) : cast(Float(32), x_scale(0));  // exact
     }
     inv(i) = strict_float(1.0f / s(i));  // +Inf for an all-zero dynamic row
 
@@ -129,23 +132,17 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     a(c, rr) = xq_(clamp(c, 0, k - 1), clamp(rr, 0, m - 1));
     Func b = clamped_matrix(weight, n, k, transpose_weight, "w_clamped");
     RDom rs(0, k, "rs");
-    colsum_(c) = cast(Int(32), 0);
-    colsum_(c) += cast(Int(32), b(c, rs));
+    colsum_(c) = cast(UInt(32), 0);  // mod 2^32 by definition
+    colsum_(c) += cast(UInt(32), cast(Int(32), b(c, rs)));
 
     p_.layout = schedule_knobs.layout(get_target(), kAcc);
-    build_matmul(p_, a, b, k, cast(Int(32), 0),
-                 // Exact u8 x s8 products summed in int32, the form Halide's instruction selection
-                 // maps to pmaddwd / vpdpwssd / vpdpbusd (an unsigned accumulator hides it).
-                 // |(x_q + 128) * w| <= 32640, so the sum cannot overflow below K = 65793; beyond,
-                 // LLVM's add wraps mod 2^32 (Halide emits no no-overflow flags), as quant_core
-                 // relies on too; the result is taken mod 2^32 below, where the wrap is harmless.
-                 [](const Expr& sum, const Expr& av, const Expr& bv) {
-                   return sum + cast(Int(32), av) * cast(Int(32), bv);
-                 });
+    // Exact u8 x s8 products summed mod 2^32 by construction (uint32, with int32 partial sums of K
+    // blocks where K is grouped, in the form Halide maps to pmaddwd / vpdpwssd / vpdpbusd).
+    build_dot8_matmul(p_, a, b, k);
 
     // Stage 3: the epilogue.
     const Var j = p_.j, ii = p_.i;
-    Expr total = cast(UInt(32), p_.acc(j, ii)) - (cast(UInt(32), colsum_(j)) << 7);  // mod 2^32
+    Expr total = p_.acc(j, ii) - (colsum_(j) << 7);  // uint32: mod 2^32
     if (has_bias) total = total + cast(UInt(32), bias(j));
     const Expr wscale = fused_scale ? reinterpret(Float(32), cast(UInt(32), weight_scale(j)))
                                     : Expr(weight_scale(j));
@@ -155,8 +152,8 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     // value that is not representable still rounds to 65504 or below, as the saturating encode
     // does.
     const Expr sat = strict_float(clamp(f, -65504.0f, 65504.0f));
-    const Expr bits =
-        select(is_nan_bits(f), cast(UInt(16), 0x7E00), reinterpret(UInt(16), cast(Float(16), sat)));
+    const Expr bits = select(is_nan_bits(f), cast(UInt(16), 0x7E00),
+                             reinterpret(UInt(16), float32_to_float16(sat, target)));
     y(j, ii) = reinterpret(Float(16), bits);
 
     p_.out = y;

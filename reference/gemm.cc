@@ -127,7 +127,9 @@ std::optional<FloatContract> float_contract_from_string(std::string_view s) {
   return enum_from_name(float_contract_names(), s);
 }
 
-bool contract_applies(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+bool contract_applies(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kBFloat16;
+}
 
 FloatContract effective_contract(DType t, FloatContract c) {
   return contract_applies(t) ? c : FloatContract::kStrict;
@@ -151,6 +153,7 @@ GemmPlan validate_gemm(const GemmArgs& args) {
     require_same_dtype(kOp, "C", c, "A", a);
     require_broadcast_to_output(kOp, c, p.m, p.n);
   }
+  require_output_fits(kOp, "Y", a.dtype, {p.m, p.n});
   return p;
 }
 

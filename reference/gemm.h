@@ -17,9 +17,12 @@ const EnumNames<FloatContract>& float_contract_names();  // "strict", "fma"
 const char* to_string(FloatContract c);
 std::optional<FloatContract> float_contract_from_string(std::string_view s);
 
-// Whether the float contract can change the bits of a Gemm sum of type T: for float32, float64 and
-// bfloat16 it can; float16 products are exact in the float32 accumulator (both contracts round
-// alike) and integer sums have no rounding. (docs/semantics.md, "Float contract".)
+// Whether the float contract can change the bits of a Gemm sum of type T (docs/semantics.md, "Float
+// contract"): for float32, float64 and bfloat16 it can (a bfloat16 product has 16 significant bits,
+// exact in float32, but bfloat16 has float32's exponent range, so the product can overflow or fall
+// below float32's normal range, where fma and mul+add round differently); a float16 product is
+// exact in float32 (at most 22 significant bits, magnitude within [2^-48, 2^32]), so both contracts
+// round alike; integer sums do not round.
 bool contract_applies(DType t);
 // The contract a Gemm of type T computes under `c`: `c` where it applies, else kStrict (the one
 // spelling of such kernels' identity).

@@ -146,6 +146,7 @@ QLinearMatMulPlan validate_qlinear_matmul(const QLinearMatMulArgs& args) {
             max_as, ", b_scale ", max_bs, ", y_scale ", ys,
             "); the requantization multiplier must be finite");
   }
+  require_output_fits(kOp, "y", plan.out_dtype, plan.shape.out);
   return plan;
 }
 

@@ -134,6 +134,7 @@ QuantMatmulDequantPlan validate_quant_matmul_dequant(const QuantMatmulDequantArg
   } else {
     require_positive_finite(kOp, "weight_scale", ws);
   }
+  require_output_fits(kOp, "y", DType::kFloat16, {p.m, p.n});
   return p;
 }
 

@@ -1,7 +1,11 @@
 // Input checks shared by every operator and entry point.
 #include "reference/validate.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 #include <vector>
 
@@ -97,6 +101,54 @@ void require_broadcast_to_output(const std::string& op, const Tensor& c, int64_t
     invalid(op, "C has shape ", shape_str(c.shape),
             "; it must broadcast unidirectionally to (M, N) = ", shape_str({m, n}),
             ": (), (1), (N), (1, N), (M, 1) or (M, N)");
+  }
+}
+
+namespace {
+
+int64_t default_max_output_bytes() {
+  if (const char* env = std::getenv("MMTUNE_MAX_OUTPUT_BYTES")) {
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0) return v;
+    invalid("MMTUNE_MAX_OUTPUT_BYTES", "'", env, "' is not a positive number of bytes");
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return int64_t{1} << 32;  // unknown memory: 4 GiB
+  return static_cast<int64_t>(pages) * page / 2;
+}
+
+std::atomic<int64_t>& output_limit() {
+  static std::atomic<int64_t> limit{0};  // 0: not set by set_max_output_bytes
+  return limit;
+}
+
+}  // namespace
+
+int64_t max_output_bytes() {
+  const int64_t set = output_limit().load();
+  if (set > 0) return set;
+  static const int64_t from_environment = default_max_output_bytes();
+  return from_environment;
+}
+
+int64_t set_max_output_bytes(int64_t bytes) {
+  if (bytes < 0)
+    invalid("set_max_output_bytes", "bytes = ", bytes, "; it must be 0 (default) or positive");
+  const int64_t previous = max_output_bytes();
+  output_limit().store(bytes);
+  return previous;
+}
+
+void require_output_fits(const std::string& op, const std::string& name, DType dtype,
+                         const Shape& shape) {
+  const int64_t numel = shape_numel(shape, op);
+  const int64_t size = static_cast<int64_t>(dtype_size(dtype));
+  const int64_t limit = max_output_bytes();
+  if (numel > limit / size) {
+    invalid(op, name, " would be ", dtype_name(dtype), " ", shape_str(shape), " (", numel,
+            " elements of ", size, " bytes), more than the output limit of ", limit,
+            " bytes (MMTUNE_MAX_OUTPUT_BYTES, default half of physical memory)");
   }
 }
 

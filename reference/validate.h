@@ -2,6 +2,7 @@
 // throws InvalidArgument with a sentence naming the operator, the input, its value and the rule.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 
@@ -33,6 +34,16 @@ struct GemmDims {
 };
 GemmDims gemm_dims(const std::string& op, const Tensor& a, const Tensor& b, bool trans_a,
                    bool trans_b);
+
+// The largest output an operator may allocate, in bytes: $MMTUNE_MAX_OUTPUT_BYTES when set (read
+// once), else half of this machine's physical memory. set_max_output_bytes overrides both (0
+// restores the default) and returns the previous limit.
+int64_t max_output_bytes();
+int64_t set_max_output_bytes(int64_t bytes);
+// An output of `dtype` and `shape` must fit that limit: InvalidArgument naming the output, its size
+// and the limit otherwise (nothing is allocated).
+void require_output_fits(const std::string& op, const std::string& name, DType dtype,
+                         const Shape& shape);
 
 // C broadcasts unidirectionally to (M, N): (), (1), (N), (1, N), (M, 1) or (M, N).
 void require_broadcast_to_output(const std::string& op, const Tensor& c, int64_t m, int64_t n);

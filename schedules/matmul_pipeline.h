@@ -11,23 +11,35 @@
 namespace mmtune::schedules {
 
 struct MatmulPipeline {
-  Halide::Func out;            // out(j, i): the Output; its definition inlines acc
-  Halide::Var j{"j"}, i{"i"};  // column and row: the pure vars of out and acc
-  Halide::Func acc{"acc"};     // acc(j, i): pure definition, then one update over r, K order
-  Halide::RDom r;              // K (grouped: r.x = kk within a group, r.y = kg the group)
-  Halide::Func packed_b{
-      "packed_b"};  // when defined: packed_b(jj, k, jp) = b(jp * panel + jj, k);
-                    // grouped: packed_b(kk, jj, kg, jp) = b(jp * panel + jj, kg * g + kk)
-  Halide::Func packed_a{
-      "packed_a"};      // when defined (grouped): packed_a(kk, kg, i) = a(kg * g + kk, i)
-  MatmulLayout layout;  // what the algorithm was built for
+  // out(j, i): the Output; its definition inlines acc. j and i (column, row) are the pure vars of
+  // out, acc and part.
+  Halide::Func out;
+  Halide::Var j{"j"}, i{"i"};
+  // acc(j, i): pure definition, then one update over r (or rb), K in order.
+  Halide::Func acc{"acc"};
+  // K (grouped: r.x = kk within a group, r.y = the group).
+  Halide::RDom r;
+  // When defined: packed_b(jj, k, jp) = b(jp * panel + jj, k); grouped:
+  // packed_b(kk, jj, kg, jp) = b(jp * panel + jj, kg * g + kk).
+  Halide::Func packed_b{"packed_b"};
+  // When defined (grouped): packed_a(kk, kg, i) = a(kg * g + kk, i).
+  Halide::Func packed_a{"packed_a"};
+  // When defined (grouped exact 8-bit sums): acc sums the K blocks' partial sums over rb in uint32
+  // (wrap-around defined); part(j, i, kb) sums block kb's products over r in int32, where it cannot
+  // overflow (a block holds at most 2^15 products of magnitude below 2^16).
+  Halide::Func part{"part"};
+  Halide::RDom rb;
+  // What the algorithm was built for.
+  MatmulLayout layout;
 
   // Producers besides the sum, by role:
-  std::vector<Halide::Func> per_column;  // f(j, ...) read per output column (e.g. B's column sums):
-                                         // computed where B is packed
-  std::vector<Halide::Func> per_call;    // read everywhere (e.g. A's row sums): once per call
-  std::vector<Halide::Func> per_row;     // f(k, i) or f(i), rows independent (e.g. per-row
-                                         // quantization of A): once per call, rows in parallel
+  // f(j, ...) read per output column (e.g. B's column sums): computed where B is packed.
+  std::vector<Halide::Func> per_column;
+  // read everywhere (e.g. A's row sums): once per call.
+  std::vector<Halide::Func> per_call;
+  // f(k, i) or f(i), rows independent (e.g. per-row quantization of A): once per call, rows in
+  // parallel.
+  std::vector<Halide::Func> per_row;
 };
 
 }  // namespace mmtune::schedules

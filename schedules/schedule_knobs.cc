@@ -18,13 +18,22 @@ ScheduleKnobs::ScheduleKnobs() {
 Schedule ScheduleKnobs::schedule(const Halide::Target& t, Accumulator acc) const {
   const TargetInfo info = target_info(t);
   std::map<std::string, std::string> gp{{"template", template_.value()}};
+  bool any_knob = false;
   for (const auto& k : knobs_) {
     if (k) gp[k->name()] = k->value();
+    any_knob |= k && !k->value().empty();
   }
   Schedule s;
   try {
-    s = Schedule::from_generator_params(
-        gp, template_.value().empty() ? default_template(info) : template_.value());
+    // No knob given: the template's defaults for this target and sum (fitted to its registers);
+    // otherwise the knobs given, the table's defaults for the rest.
+    if (!any_knob && template_.value().empty()) {
+      s = default_schedule(info, acc);
+    } else {
+      const std::string name =
+          template_.value().empty() ? default_template(info) : template_.value();
+      s = Schedule::from_generator_params(gp, name);
+    }
   } catch (const InvalidArgument& e) {
     _halide_user_error << e.what() << "\n";
   }

@@ -23,8 +23,9 @@ class ScheduleKnobs {
   ScheduleKnobs();
 
   // The schedule the generator parameters name (the target family's default template when
-  // "template" is empty). A schedule that does not fit the target or the sum is a Halide user error
-  // naming the reason, raised before anything is compiled.
+  // "template" is empty; its defaults for the target and sum when no knob is given). A schedule
+  // that does not fit the target or the sum is a Halide user error naming the reason, raised
+  // before anything is compiled.
   Schedule schedule(const Halide::Target& t, Accumulator acc) const;
   MatmulLayout layout(const Halide::Target& t, Accumulator acc) const {
     return schedule(t, acc).layout(target_info(t), acc);

@@ -30,10 +30,13 @@ TargetInfo target_info(const std::string& halide_target) {
   if (has("cuda") || has_prefix("cuda_capability")) {
     t.family = "cuda";
     t.isa = "cuda";
+    t.fma = true;  // PTX fma.rn
     t.vector_bits = 32;
     t.vector_registers = 255;
   } else if (parts[0] == "x86") {
     t.family = "x86";
+    // FMA3: the "fma" feature; every AVX-512 target has it (LLVM's avx512f implies fma).
+    t.fma = has("fma") || has_prefix("avx512");
     if (has_prefix("avx512")) {
       t.isa = "avx512";
       t.vector_bits = 512;
@@ -54,6 +57,7 @@ TargetInfo target_info(const std::string& halide_target) {
   } else if (parts[0] == "arm") {
     t.family = "arm";
     t.isa = has("arm_dot_prod") ? "neondot" : "neon";
+    t.fma = parts.size() > 1 && parts[1] == "64";  // AArch64: fused multiply-add is base ISA
     t.vector_bits = 128;
     t.vector_registers = 32;
   } else if (parts[0] == "hexagon") {
@@ -66,6 +70,14 @@ TargetInfo target_info(const std::string& halide_target) {
             "' names no architecture mmtune supports (x86, arm, hexagon, or a cuda feature)");
   }
   return t;
+}
+
+std::optional<std::string> why_no_fma(const TargetInfo& t) {
+  if (t.fma) return std::nullopt;
+  std::string why = "contract=fma needs a fused multiply-add, which target " + t.target + " lacks";
+  if (t.family == "x86")
+    why += " (an x86 target needs the fma feature, e.g. x86-64-linux-avx2-fma)";
+  return why;
 }
 
 }  // namespace mmtune::schedules

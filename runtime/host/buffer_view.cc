@@ -1,6 +1,8 @@
 // Halide buffer views of Tensors.
 #include "runtime/host/buffer_view.h"
 
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "reference/broadcast.h"
@@ -36,6 +38,17 @@ halide_type_t halide_type(DType t) {
     default:
       return halide_type_t(halide_type_uint, 8);  // float8: bit patterns, decoded in the pipeline
   }
+}
+
+bool fits_halide_buffer(const Shape& shape, DType t) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  int64_t bytes = static_cast<int64_t>(dtype_size(t));
+  for (int64_t d : shape) {
+    if (d > kMax) return false;
+    if (d > 0 && bytes > kMax / d) return false;
+    bytes *= d;
+  }
+  return true;
 }
 
 namespace {
@@ -75,12 +88,24 @@ Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape) {
 
 namespace mmtune {
 
-Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64_t rows,
+uint8_t* output_data(Tensor& y, uint8_t* placed) { return placed ? placed : host_pointer(y); }
+
+void finish_output(Tensor& y, const uint8_t* placed) {
+  if (placed && !y.bytes.empty()) std::memcpy(y.bytes.data(), placed, y.bytes.size());
+}
+
+Halide::Runtime::Buffer<void> view_matrix(uint8_t* data, DType t, int64_t offset, int64_t rows,
                                           int64_t cols) {
   halide_dimension_t dims[2] = {
       halide_dimension_t(0, static_cast<int32_t>(cols), 1),
       halide_dimension_t(0, static_cast<int32_t>(rows), static_cast<int32_t>(cols))};
-  return Halide::Runtime::Buffer<void>(halide_type(t.dtype), host_pointer(t, offset), 2, dims);
+  return Halide::Runtime::Buffer<void>(
+      halide_type(t), data + offset * static_cast<int64_t>(dtype_size(t)), 2, dims);
+}
+
+Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64_t rows,
+                                          int64_t cols) {
+  return view_matrix(host_pointer(t, offset), t.dtype, 0, rows, cols);
 }
 
 }  // namespace mmtune

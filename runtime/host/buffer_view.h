@@ -9,6 +9,10 @@ namespace mmtune {
 
 halide_type_t halide_type(DType t);  // float8 -> uint8 (bit patterns)
 
+// Whether a dense tensor of `shape` and `t` fits Halide's 32-bit buffers (each extent and the byte
+// size below 2^31).
+bool fits_halide_buffer(const Shape& shape, DType t);
+
 // A Halide view of `t` read as the row-major `shape` (Halide dims reversed): dense strides when
 // t.shape == shape, zero strides where t.shape broadcasts to it.
 Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape);
@@ -21,5 +25,14 @@ namespace mmtune {
 // rows)).
 Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64_t rows,
                                           int64_t cols);
+// The same over raw storage of dtype `t`.
+Halide::Runtime::Buffer<void> view_matrix(uint8_t* data, DType t, int64_t offset, int64_t rows,
+                                          int64_t cols);
+
+// Where a kernel writes an output tensor `y`: the caller's storage `placed` when given (the gate
+// puts it between guard regions; it holds y's bytes), else y's own bytes. finish_output copies
+// placed storage back into y once the kernels ran.
+uint8_t* output_data(Tensor& y, uint8_t* placed);
+void finish_output(Tensor& y, const uint8_t* placed);
 
 }  // namespace mmtune

@@ -12,7 +12,8 @@ std::optional<std::string> qgemm_no_kernel(const QGemmPlan& plan) {
   return std::nullopt;
 }
 
-Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmKernelCall& call) {
+Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmKernelCall& call,
+                      uint8_t* placed_output) {
   // K = 0: no sum to compute, the result is the epilogue of C alone; the reference evaluates it.
   if (plan.k == 0) return qgemm(args);
   Tensor y(plan.out_dtype, {plan.m, plan.n});
@@ -31,7 +32,7 @@ Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmK
   auto b_view = view_matrix(b, 0, plan.k, plan.n);
   auto c_view = view(args.c ? *args.c : zero_c, {plan.m, plan.n});
   auto bs_view = view(bs, bs.shape), bz_view = view(bz, bz.shape);
-  auto y_view = view_matrix(y, 0, plan.m, plan.n);
+  auto y_view = view_matrix(output_data(y, placed_output), y.dtype, 0, plan.m, plan.n);
   const float ys = args.y_scale ? args.y_scale->data<float>()[0] : 1.0f;
   const int32_t yzp = args.y_zero_point ? static_cast<int32_t>(int_at(*args.y_zero_point, 0)) : 0;
   const int rc =
@@ -39,6 +40,7 @@ Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmK
            args.a_scale->data<float>()[0], static_cast<int32_t>(int_at(*args.a_zero_point, 0)),
            bs_view.raw_buffer(), bz_view.raw_buffer(), ys, yzp, args.alpha, y_view.raw_buffer());
   MMTUNE_CHECK(rc == 0, "QGemm kernel returned Halide error " << rc);
+  finish_output(y, placed_output);
   return y;
 }
 

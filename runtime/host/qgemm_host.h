@@ -31,7 +31,9 @@ using QGemmKernelCall =
 std::optional<std::string> qgemm_no_kernel(const QGemmPlan& plan);
 
 // Y of a valid call (`plan` = validate_qgemm(args)) through `call`, bit for bit the reference's;
-// when qgemm_no_kernel(plan) says so, without calling it.
-Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmKernelCall& call);
+// when qgemm_no_kernel(plan) says so, without calling it. The kernel writes into `placed_output`
+// when given (output_data, buffer_view.h).
+Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmKernelCall& call,
+                      uint8_t* placed_output = nullptr);
 
 }  // namespace mmtune

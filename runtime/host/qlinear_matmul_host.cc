@@ -17,7 +17,7 @@ std::optional<std::string> qlinear_matmul_no_kernel(const QLinearMatMulPlan& pla
 }
 
 Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
-                               const QLinearMatMulKernelCall& call) {
+                               const QLinearMatMulKernelCall& call, uint8_t* placed_output) {
   const MatMulShape& s = plan.shape;
   // K = 0: no sum to compute, the result is the requantized zero alone; the reference evaluates it.
   if (s.k == 0) return qlinear_matmul(args);
@@ -68,13 +68,14 @@ Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMu
     }
     auto a_view = view_matrix(*args.a, batch_offset(sa), s.m, s.k);
     auto b_view = view_matrix(*args.b, batch_offset(sb), s.k, s.n);
-    auto y_view = view_matrix(y, out_offset, s.m, s.n);
+    auto y_view = view_matrix(output_data(y, placed_output), y.dtype, out_offset, s.m, s.n);
     const int rc =
         call(a_view.raw_buffer(), b_view.raw_buffer(), as_view.raw_buffer(), za_view.raw_buffer(),
              bs_view.raw_buffer(), zb_view.raw_buffer(), ys, yzp, y_view.raw_buffer());
     MMTUNE_CHECK(rc == 0, "QLinearMatMul kernel returned Halide error " << rc);
     out_offset += s.m * s.n;
   } while (batch.next());
+  finish_output(y, placed_output);
   return y;
 }
 

@@ -34,8 +34,9 @@ std::optional<std::string> qlinear_matmul_no_kernel(const QLinearMatMulPlan& pla
 // reference's: when qlinear_matmul_no_kernel(plan) says so, without calling it (an empty Y, or the
 // reference's result); else one call per batch entry (row-major order over the broadcast batch),
 // with that entry's scales widened exactly to float32 and zero points to int32 (float8: zero points
-// 0, not read).
+// 0, not read). The kernels write into `placed_output` when given (output_data, buffer_view.h).
 Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
-                               const QLinearMatMulKernelCall& call);
+                               const QLinearMatMulKernelCall& call,
+                               uint8_t* placed_output = nullptr);
 
 }  // namespace mmtune

@@ -13,7 +13,8 @@ std::optional<std::string> quant_matmul_dequant_no_kernel(const QuantMatmulDequa
 
 Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args,
                                      const QuantMatmulDequantPlan& plan,
-                                     const QuantMatmulDequantKernelCall& call) {
+                                     const QuantMatmulDequantKernelCall& call,
+                                     uint8_t* placed_output) {
   Tensor y(DType::kFloat16, {plan.m, plan.n});
   if (y.numel() == 0) return y;
   // Absent optional inputs: 1-element dummies of the kernel's input types, never read.
@@ -45,11 +46,12 @@ Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args,
   auto smooth = !args.smooth_scale ? view(no_smooth, {1})
                 : k0               ? view(smooth1, {1})
                                    : view(*args.smooth_scale, {plan.k});
-  auto out = view(y, y.shape);
+  auto out = view_matrix(output_data(y, placed_output), y.dtype, 0, plan.m, plan.n);
   const int rc =
       call(x.raw_buffer(), weight.raw_buffer(), weight_scale.raw_buffer(), bias.raw_buffer(),
            x_scale.raw_buffer(), smooth.raw_buffer(), out.raw_buffer());
   MMTUNE_CHECK(rc == 0, "QuantMatmulDequant kernel returned Halide error " << rc);
+  finish_output(y, placed_output);
   return y;
 }
 

@@ -30,6 +30,7 @@ std::optional<std::string> quant_matmul_dequant_no_kernel(const QuantMatmulDequa
 // reference's; when quant_matmul_dequant_no_kernel(plan) says so, without calling it.
 Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args,
                                      const QuantMatmulDequantPlan& plan,
-                                     const QuantMatmulDequantKernelCall& call);
+                                     const QuantMatmulDequantKernelCall& call,
+                                     uint8_t* placed_output = nullptr);
 
 }  // namespace mmtune

@@ -8,6 +8,8 @@
 
 #include "mmtune/mmtune.h"
 #include "reference/tensor.h"
+#include "runtime/host/buffer_view.h"
+#include "runtime/host/cpu_features.h"
 #include "runtime/host/kernel_identity.h"
 #include "runtime/src/kernel_table.h"
 
@@ -35,19 +37,11 @@ class KernelCall {
   std::string message_;
 };
 
-// Why this CPU cannot run code for the Halide target `target` (a feature it lacks, or one mmtune
-// cannot confirm), or nullopt. Computed once per target string.
-std::optional<std::string> cpu_cannot_run(const std::string& target);
-
 // A buffer a kernel call would take: a dense tensor of `shape` and `dtype`.
 struct BufferShape {
   Shape shape;
   DType dtype;
 };
-
-// Whether a dense tensor of `shape` and `t` fits the kernels' 32-bit Halide buffers (each extent
-// and the byte size below 2^31).
-bool fits_halide_buffer(const Shape& shape, DType t);
 
 // The kernel that computes `id` for an (m, n, k) product, after the checks every operator shares
 // (the target runs on this CPU, the tensors fit 32-bit buffers); nullptr when none may run. Fills

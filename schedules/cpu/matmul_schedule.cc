@@ -78,14 +78,28 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
       // Integer sums only: each group of k_group products is reduced across lanes in one
       // dot-product instruction (atomic vectorization of the group).
       RVar kk = p.r.x, kg = p.r.y;
-      update.reorder(kk, p.j, p.i, kg)
+      Stage grouped = update;
+      if (p.part.defined()) {
+        // Blocked exact sum: the tile's partial sums of one K block in registers (the grouped
+        // dot products), added to the tile's accumulators block after block.
+        update.reorder(p.j, p.i, p.rb).vectorize(p.j, lanes).unroll(p.j).unroll(p.i);
+        Func part = p.part;
+        part.compute_at(acc, p.rb)
+            .bound_extent(p.j, width)
+            .bound_extent(p.i, rows)
+            .vectorize(p.j, lanes)
+            .unroll(p.j)
+            .unroll(p.i);
+        grouped = part.update();
+      }
+      grouped.reorder(kk, p.j, p.i, kg)
           .atomic()
           .vectorize(kk)
           .vectorize(p.j, lanes)
           .unroll(p.j)
           .unroll(p.i);
       if (params.k_unroll > 1)
-        update.split(kg, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
+        grouped.split(kg, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
       Func packed_a = p.packed_a;
       Var kka = packed_a.args()[0], kga = packed_a.args()[1], ia = packed_a.args()[2];
       // Per row tile, or once per row block when blocking (the block's rows are then reused

@@ -181,6 +181,43 @@ TEST(Semantics, QGemmAddsCBeforeScalingAndScalesLeftToRight) {
   EXPECT_EQ(run_reference("QGemm", in, {{"alpha", "2"}}).data<uint8_t>()[0], 112);
 }
 
+// The schema's type combinations beyond ONNX Runtime's kernels: int8 A with uint8 B, and a
+// quantized output of the other type than A. Hand-derived: A = [-5, 7] - (-1) = [-4, 8],
+// B = [200, 100]^T - 100 = [100, 0]^T: sum = -400; C = 10: acc = -390; s = fl32(1 * 0.5 * 0.5) /
+// 0.25 = 1; -390 + zp: uint8 output zp 200 -> sat(-190) = 0; zp 255 -> 0; int8 output zp 100 ->
+// sat(-290) = -128; with C = 500: acc = 100 -> int8 zp 100 -> sat(200) = 127, uint8 zp 20 -> 120.
+TEST(Semantics, QGemmComputesEveryTypeCombinationOfTheSchema) {
+  NamedTensors in;
+  in.emplace("A", i8({1, 2}, {-5, 7}));
+  in.emplace("a_scale", f32({}, {0.5f}));
+  in.emplace("a_zero_point", i8({}, {-1}));
+  in.emplace("B", u8({2, 1}, {200, 100}));
+  in.emplace("b_scale", f32({}, {0.5f}));
+  in.emplace("b_zero_point", u8({}, {100}));
+  in.emplace("C", Tensor::from<int32_t>(D::kInt32, {1, 1}, {10}));
+  EXPECT_EQ(run_reference("QGemm", in, {}).data<float>()[0], -97.5f);  // -390 * 0.25
+  in.emplace("y_scale", f32({}, {0.25f}));
+  in.emplace("y_zero_point", u8({}, {200}));
+  EXPECT_EQ(run_reference("QGemm", in, {}).data<uint8_t>()[0], 0);
+  in["y_zero_point"] = i8({}, {100});
+  EXPECT_EQ(run_reference("QGemm", in, {}).data<int8_t>()[0], -128);
+  in["C"] = Tensor::from<int32_t>(D::kInt32, {1, 1}, {500});
+  EXPECT_EQ(run_reference("QGemm", in, {}).data<int8_t>()[0], 127);
+  in["y_zero_point"] = u8({}, {20});
+  EXPECT_EQ(run_reference("QGemm", in, {}).data<uint8_t>()[0], 120);
+  // uint8 A with int8 B and an int8 output: A = [3] - 1 = [2], B = [-7] - (-3) = [-4]: -8; s = 1.
+  NamedTensors u;
+  u.emplace("A", u8({1, 1}, {3}));
+  u.emplace("a_scale", f32({}, {1.0f}));
+  u.emplace("a_zero_point", u8({}, {1}));
+  u.emplace("B", i8({1, 1}, {-7}));
+  u.emplace("b_scale", f32({}, {1.0f}));
+  u.emplace("b_zero_point", i8({}, {-3}));
+  u.emplace("y_scale", f32({}, {1.0f}));
+  u.emplace("y_zero_point", i8({}, {5}));
+  EXPECT_EQ(run_reference("QGemm", u, {}).data<int8_t>()[0], -3);
+}
+
 TEST(Semantics, QuantMatmulDequantDynamicRowScale) {
   // Row 0: x = [127, -63.5, 1, 0]: row max 127, s = 127/127 = 1, inv = 1, v = x,
   // RNE: [127, -64 (tie to even), 1, 0]. w = [1, 2, 3, 4]: acc = 127 - 128 + 3 + 0 = 2.

@@ -211,18 +211,9 @@ std::vector<Case> cases() {
       {"gemm_c_dtype",
        [] { return with(gemm(), "C", filled(D::kFloat64, {4}, 1)); },
        {"C has dtype float64", "A has dtype float32"}},
-      {"qgemm_int8_a_uint8_b",
-       [] {
-         Call c = with(qgemm(), "A", filled(D::kInt8, {2, 3}, 1));
-         c = with(c, "a_zero_point", filled(D::kInt8, {}, 0));
-         c = with(c, "y_zero_point", filled(D::kInt8, {}, 0));
-         c = with(c, "B", filled(D::kUInt8, {3, 4}, 1));
-         return with(c, "b_zero_point", filled(D::kUInt8, {4}, 0));
-       },
-       {"A is int8 and B is uint8", "supported pairs"}},
-      {"qgemm_output_type",
-       [] { return with(qgemm(), "y_zero_point", filled(D::kInt8, {}, 1)); },
-       {"y_zero_point has dtype int8", "A has dtype uint8"}},
+      {"qgemm_float_y_zero_point",
+       [] { return with(qgemm(), "y_zero_point", filled(D::kFloat32, {}, 1)); },
+       {"y_zero_point has dtype float32", "uint8 or int8"}},
       {"qmd_x_dtype",
        [] {
          return with(qmd(), "x", filled(D::kFloat32, {2, 16}, 1));

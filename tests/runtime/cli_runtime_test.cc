@@ -132,6 +132,10 @@ TEST_F(CliImpl, ParamsErrors) {
       {base + " --impl halide --params " + path("missing.json"), "cannot be read"},
       {base + " --impl halide --params " + path("bad.json"), "cpu_matmul has no knob 'tile_cols'"},
       {base + " --impl halide --params " + path("huge.json"), "vector registers"},
+      {base + " --impl halide --attr contract=fma --target x86-64-linux-sse41",
+       "Gemm: contract=fma needs a fused multiply-add, which target x86-64-linux-sse41 lacks"},
+      {base + " --impl runtime --target x86-64-linux-sse41",
+       "--target x86-64-linux-sse41 applies to --impl halide only"},
       {base + " --impl jit",
        "--impl jit is not an implementation; implementations: reference, halide, runtime"},
   };

@@ -4,16 +4,20 @@
 // databases against docs/naming.md.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "autotune/halide_ops.h"
 #include "autotune/kernel_key.h"
 #include "autotune/kernel_naming.h"
 #include "mmtune/mmtune.h"
 #include "reference/codecs.h"
 #include "reference/registry.h"
+#include "reference/validate.h"
 #include "runtime/host/buffer_view.h"
 #include "runtime/host/kernel_identity.h"
 #include "runtime/src/kernel_call.h"
@@ -96,9 +100,9 @@ TEST(Select, BucketText) {
 // A tensor the kernels' 32-bit buffers cannot address takes the reference path (checked on shapes:
 // nothing this large is allocated).
 TEST(Select, TensorsBeyond32BitBuffersTakeTheReference) {
-  EXPECT_TRUE(runtime::fits_halide_buffer({46340, 46340}, DType::kUInt8));
-  EXPECT_FALSE(runtime::fits_halide_buffer({1 << 16, 1 << 14}, DType::kFloat64));
-  EXPECT_FALSE(runtime::fits_halide_buffer({int64_t{1} << 31, 1}, DType::kUInt8));
+  EXPECT_TRUE(fits_halide_buffer({46340, 46340}, DType::kUInt8));
+  EXPECT_FALSE(fits_halide_buffer({1 << 16, 1 << 14}, DType::kFloat64));
+  EXPECT_FALSE(fits_halide_buffer({int64_t{1} << 31, 1}, DType::kUInt8));
   if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
   const Tensor dummy(DType::kFloat64, {});
   GemmArgs args;
@@ -176,14 +180,8 @@ TEST(Fallback, IdentityWithoutKernelsTakesTheReference) {
 
 // ---- Validation: the reference's messages, before anything runs ----
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "(no InvalidArgument)";
-}
+using testing::invalid_argument_message;
+std::string error_of(const std::function<void()>& f) { return invalid_argument_message(f); }
 
 TEST(Validation, MessagesAreTheReferences) {
   const Tensor a = f32({3, 5}, 1), b = f32({4, 6}, 1), b_ok = f32({5, 6}, 1),
@@ -245,8 +243,7 @@ const KernelEntry* linked_f32_kernel() {
 TEST(HalideErrors, MappedToKernelErrorNamingTheKernel) {
   const KernelEntry* k = linked_f32_kernel();
   if (!k) GTEST_SKIP() << "this build has no float32 Gemm kernel";
-  if (runtime::cpu_cannot_run(runtime::kernel_target()))
-    GTEST_SKIP() << "this CPU cannot run the kernels";
+  if (cpu_cannot_run(runtime::kernel_target())) GTEST_SKIP() << "this CPU cannot run the kernels";
   const Tensor a = f32({4, 4}, 1), b = f32({4, 4}, 1), c = f32({1, 1}, 1);
   Tensor y(DType::kFloat32, {4, 4});
   auto av = view(a, a.shape), bv = view(b, b.shape), cv = view(c, c.shape), yv = view(y, y.shape);
@@ -298,16 +295,16 @@ TEST(Threads, ResultsDoNotDependOnThePoolOrConcurrentCallers) {
 // ---- CPU features ----
 
 TEST(CpuCheck, TargetsThisCpuCannotConfirmAreRefused) {
-  EXPECT_EQ(runtime::cpu_cannot_run("none"), "this build has no kernels");
-  EXPECT_NE(runtime::cpu_cannot_run("arm-64-linux-arm_dot_prod"), std::nullopt);
-  EXPECT_EQ(runtime::cpu_cannot_run("x86-64-linux-sse41-made_up_feature"),
+  EXPECT_EQ(cpu_cannot_run("none"), "this build has no kernels");
+  EXPECT_NE(cpu_cannot_run("arm-64-linux-arm_dot_prod"), std::nullopt);
+  EXPECT_EQ(cpu_cannot_run("x86-64-linux-sse41-made_up_feature"),
             "mmtune cannot confirm that this CPU has made_up_feature (target "
             "x86-64-linux-sse41-made_up_feature)");
   // Code-generation features are not instructions.
-  EXPECT_EQ(runtime::cpu_cannot_run("x86-64-linux-user_context-no_asserts"), std::nullopt);
+  EXPECT_EQ(cpu_cannot_run("x86-64-linux-user_context-no_asserts"), std::nullopt);
   // The linked kernels' target runs here (CI machines have AVX2; the build chose the database
   // from this host's features).
-  EXPECT_EQ(runtime::cpu_cannot_run(runtime::kernel_target()),
+  EXPECT_EQ(cpu_cannot_run(runtime::kernel_target()),
             runtime::kernel_target() == "none"
                 ? std::optional<std::string>("this build has no kernels")
                 : std::nullopt);
@@ -395,6 +392,88 @@ TEST(Naming, ShippedDatabasesAreConsistent) {
     }
   }
   EXPECT_GE(kernels, 10);
+}
+
+}  // namespace
+}  // namespace mmtune
+
+namespace mmtune {
+namespace {
+
+// ---- Hostile sizes: a clear error before anything is allocated ----
+
+// An output above the limit (MMTUNE_MAX_OUTPUT_BYTES / set_max_output_bytes) is refused by the
+// reference, the JIT and the runtime alike, naming the output, its size and the limit.
+TEST(HostileSizes, OutputsAboveTheLimitAreRefused) {
+  const int64_t previous = set_max_output_bytes(int64_t{1} << 20);
+  const Tensor a(DType::kFloat32, {2048, 1}), b(DType::kFloat32, {1, 2048});  // Y: 16 MiB
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  const std::string want =
+      "Gemm: Y would be float32 [2048,2048] (4194304 elements of 4 bytes), more "
+      "than the output limit of 1048576 bytes";
+  EXPECT_NE(testing::invalid_argument_message([&] { gemm(args); }).find(want), std::string::npos);
+  EXPECT_NE(testing::invalid_argument_message([&] { gemm_halide(args, {}); }).find(want),
+            std::string::npos);
+  EXPECT_NE(testing::invalid_argument_message([&] { runtime::gemm(args); }).find(want),
+            std::string::npos);
+  set_max_output_bytes(previous);
+  EXPECT_EQ(max_output_bytes(), previous);
+  EXPECT_NO_THROW(gemm(args));
+}
+
+// Element counts beyond 64 bits are refused (the output's shape is the product of two inputs').
+TEST(HostileSizes, ElementCountsBeyond64BitsAreRefused) {
+  const Tensor a(DType::kUInt8, {int64_t{1} << 32, 0}), b(DType::kUInt8, {0, int64_t{1} << 32});
+  NamedTensors in;
+  in.emplace("a", a);
+  in.emplace("b", b);
+  for (const char* s : {"a_scale", "b_scale", "y_scale"})
+    in.emplace(s, Tensor::from<float>(DType::kFloat32, {}, {1}));
+  for (const char* z : {"a_zero_point", "b_zero_point", "y_zero_point"})
+    in.emplace(z, Tensor(DType::kUInt8, {}));
+  const std::string msg =
+      testing::invalid_argument_message([&] { run_reference("QLinearMatMul", in, {}); });
+  EXPECT_NE(msg.find("more than 2^63 elements"), std::string::npos) << msg;
+  EXPECT_EQ(testing::invalid_argument_message([&] { runtime::run("QLinearMatMul", in, {}); }), msg);
+  EXPECT_EQ(testing::invalid_argument_message([&] { run_halide("QLinearMatMul", in, {}, {}); }),
+            msg);
+}
+
+// An extent beyond Halide's 32 bits: the JIT refuses it with a sentence rather than make a
+// truncated view (the runtime takes the reference path for such calls:
+// Select.TensorsBeyond32BitBuffers...).
+TEST(HostileSizes, ExtentsBeyondHalideBuffersAreRefusedByTheJit) {
+  const Tensor a(DType::kFloat32, {int64_t{1} << 31, 0}), b(DType::kFloat32, {0, 0});
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  const std::string msg = testing::invalid_argument_message([&] { gemm_halide(args, {}); });
+  EXPECT_NE(msg.find("Gemm: A is float32 [2147483648,0], beyond the 32-bit Halide buffers"),
+            std::string::npos)
+      << msg;
+}
+
+}  // namespace
+}  // namespace mmtune
+
+namespace mmtune {
+namespace {
+
+// On x86-64 every build links kernels: a build that ended up with none (MMTUNE_TARGET=none, or a
+// host the configure step could not read) would pass every runtime suite by skipping its kernel
+// tests. MMTUNE_ALLOW_NO_KERNELS=1 accepts it knowingly (e.g. a reference-only build).
+TEST(Build, X86BuildsLinkKernels) {
+#if defined(__x86_64__)
+  const char* allow = std::getenv("MMTUNE_ALLOW_NO_KERNELS");
+  if (allow && std::string(allow) == "1") GTEST_SKIP() << "MMTUNE_ALLOW_NO_KERNELS=1";
+  EXPECT_NE(runtime::kernel_target(), "none")
+      << "this x86-64 build links no kernels: the runtime suites would skip their kernel tests";
+  EXPECT_FALSE(runtime::linked_kernel_infos().empty());
+#else
+  GTEST_SKIP() << "kernels are built for x86-64 hosts only so far";
+#endif
 }
 
 }  // namespace

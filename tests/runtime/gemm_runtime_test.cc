@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "autotune/halide_ops.h"
 #include "autotune/kernel_key.h"
 #include "mmtune/mmtune.h"
 #include "reference/gemm.h"
@@ -97,12 +98,17 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
         args.trans_a = layout & 1;
         args.trans_b = layout & 2;
         args.contract = contract;
-        Tensor a = testing::random_tensor(t, args.trans_a ? Shape{k, m} : Shape{m, k}, rng,
-                                          range.lo, range.hi);
-        Tensor b = testing::random_tensor(t, args.trans_b ? Shape{n, k} : Shape{k, n}, rng,
-                                          range.lo, range.hi);
+        // Float data rotates over plain, huge (products at the accumulator's overflow), tiny (in
+        // its subnormal range) and special values (subnormals, -0, extremes, Inf, NaN payloads).
+        const auto data = static_cast<testing::FloatData>(combo % 4);
+        auto make = [&](Shape s) {
+          return is_float(t) ? testing::random_float_tensor(t, std::move(s), rng, data)
+                             : testing::random_tensor(t, std::move(s), rng, range.lo, range.hi);
+        };
+        Tensor a = make(args.trans_a ? Shape{k, m} : Shape{m, k});
+        Tensor b = make(args.trans_b ? Shape{n, k} : Shape{k, n});
         const std::vector<Shape> c_shapes = {{}, {}, {n}, {1, n}, {m, 1}, {m, n}};  // 0: absent
-        Tensor c = testing::random_tensor(t, c_shapes[c_kind], rng, range.lo, range.hi);
+        Tensor c = make(c_shapes[c_kind]);
         // Float types, now and then: an Inf or a (non-canonical) NaN in A or in C, so that Inf
         // propagation, canonical NaN results and beta = 0 ignoring a NaN C are compared too.
         if (is_float(t) && combo % 4 == 3) {
@@ -118,7 +124,9 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
         context << kernel.name << " " << shape.category << " M=" << m << " N=" << n << " K=" << k
                 << " transA=" << args.trans_a << " transB=" << args.trans_b
                 << " C=" << (c_kind == 0 ? "absent" : shape_str(c.shape)) << " alpha=" << args.alpha
-                << " beta=" << args.beta << " seed=" << seed;
+                << " beta=" << args.beta
+                << " data=" << (is_float(t) ? testing::float_data_name(data) : "integer")
+                << " seed=" << seed;
         const Tensor expected = gemm(args);
         DispatchInfo info;
         Tensor actual;
@@ -147,17 +155,17 @@ std::vector<std::string> gemm_kernel_names() {
 INSTANTIATE_TEST_SUITE_P(Shipped, GemmRuntime, ::testing::ValuesIn(gemm_kernel_names()),
                          [](const auto& info) { return info.param; });
 
-// The shipped set: every Gemm type in the canonical layout has a kernel (float32/float64 under both
-// contracts where the target has FMA), so no Gemm call of a build with kernels falls back for want
-// of one.
+// The shipped set: every Gemm type in the canonical layout has a kernel (float32/float64/bfloat16
+// under both contracts where the target has FMA), so no Gemm call of a build with kernels falls
+// back for want of one.
 TEST(GemmRuntimeCoverage, EveryGemmTypeHasAKernel) {
   if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
   const bool has_fma = runtime::kernel_target().find("-fma") != std::string::npos;
   for (const char* type :
        {"float32", "float64", "float16", "bfloat16", "int32", "uint32", "int64", "uint64"}) {
     for (const char* contract : {"strict", "fma"}) {
-      const bool wide = std::string(type) == "float32" || std::string(type) == "float64";
-      if (std::string(contract) == "fma" && (!wide || !has_fma)) continue;
+      const bool applies = contract_applies(*dtype_from_name(type));
+      if (std::string(contract) == "fma" && (!applies || !has_fma)) continue;
       bool found = false;
       for (const auto& k : gemm_kernels()) {
         found |= k.identity.at("A.type") == type && k.identity.at("contract") == contract &&
@@ -187,12 +195,12 @@ TEST(GemmRuntimeCoverage, EveryGemmTypeHasAKernel) {
   }
 }
 
-// float16/bfloat16 products are exact in the float32 accumulator, so both contracts round alike:
-// an fma call runs the strict kernel. Integers have no contract at all.
+// float16 products are exact in the float32 accumulator, so both contracts round alike: an fma call
+// runs the strict kernel. Integers have no contract at all. (bfloat16 does: see below.)
 TEST(GemmRuntimeCoverage, ContractFreeTypesShareTheStrictKernel) {
   if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
   std::mt19937_64 rng(testing::variant_seed());
-  for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kInt32}) {
+  for (DType t : {DType::kFloat16, DType::kInt32}) {
     const testing::ValueRange range = testing::gemm_value_range(t);
     Tensor a = testing::random_tensor(t, {17, 33}, rng, range.lo, range.hi);
     Tensor b = testing::random_tensor(t, {33, 19}, rng, range.lo, range.hi);
@@ -205,6 +213,33 @@ TEST(GemmRuntimeCoverage, ContractFreeTypesShareTheStrictKernel) {
     EXPECT_TRUE(info.used_kernel()) << dtype_name(t) << ": " << info.reason;
     EXPECT_EQ(info.kernel.find("_fma"), std::string::npos) << info.kernel;
     EXPECT_TRUE(testing::bit_equal(gemm(args), y, dtype_name(t)));
+  }
+}
+
+// bfloat16 has float32's exponent range, so its products can overflow in the float32 accumulator:
+// -2^127 * 1 + 1.5 * 2^127 * 1.5 is 1.25 * 2^127 (bfloat16 0x7F20, 2.1267648e38) fused, but +Inf
+// when the product 2.25 * 2^127 is rounded first. The reference, the JIT kernel and the runtime
+// must all give the fused bits under contract=fma, and +Inf under strict.
+TEST(GemmContract, BFloat16ProductBeyondFloat32RangeIsFusedEverywhere) {
+  const Tensor a = Tensor::from<uint16_t>(DType::kBFloat16, {1, 2}, {0xFF00, 0x7F40});
+  const Tensor b = Tensor::from<uint16_t>(DType::kBFloat16, {2, 1}, {0x3F80, 0x3FC0});
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  for (const FloatContract contract : {FloatContract::kFma, FloatContract::kStrict}) {
+    args.contract = contract;
+    const uint16_t want = contract == FloatContract::kFma ? 0x7F20 : 0x7F80;
+    const Tensor ref = gemm(args);
+    EXPECT_EQ(ref.data<uint16_t>()[0], want) << to_string(contract);
+    const Tensor jit = gemm_halide(args, {});
+    EXPECT_EQ(jit.data<uint16_t>()[0], want) << to_string(contract);
+    DispatchInfo info;
+    const Tensor rt = runtime::gemm(args, &info);
+    EXPECT_EQ(rt.data<uint16_t>()[0], want) << to_string(contract) << " " << info.kernel;
+    if (runtime::kernel_target().find("-fma") != std::string::npos) {
+      EXPECT_EQ(info.kernel.rfind(std::string("gemm_bf16_") + to_string(contract) + "__", 0), 0u)
+          << info.kernel;
+    }
   }
 }
 

@@ -90,42 +90,6 @@ uint64_t seed_for(const std::string& name) {
 
 // ---- QLinearMatMul ----
 
-struct QlmCase {
-  std::string name;
-  Shape a, b, a_param, b_param;
-  std::string data = "random";  // random | full_range | wrap
-};
-
-std::vector<QlmCase> qlm_cases(int rows, int cols) {
-  std::vector<QlmCase> out;
-  int n = 0;
-  for (const auto& s : testing::matmul_shapes(rows, cols)) {
-    if (s.k == 0) continue;  // K = 0 takes the reference: QuantizedFallback below
-    // Per tensor, per row x per column, and rank-1 / rank-2 ones, rotating.
-    const std::vector<std::pair<Shape, Shape>> params = {
-        {{}, {}}, {{s.m, 1}, {s.n}}, {{1}, {1, s.n}}};
-    const auto& [ap, bp] = params[n % params.size()];
-    out.push_back({s.category + "_" + std::to_string(n),
-                   {s.m, s.k},
-                   {s.k, s.n},
-                   ap,
-                   bp,
-                   n % 2 ? "full_range" : "random"});
-    ++n;
-  }
-  // N-D batch broadcasting, with per-row / per-column parameters that carry batch dims.
-  out.push_back(
-      {"batch_broadcast", {2, 1, 5, 7}, {3, 7, 9}, {2, 1, 5, 1}, {3, 1, 9}, "full_range"});
-  out.push_back({"batch_broadcast_b", {4, 3, 6}, {1, 6, 2 * cols + 1}, {}, {1, 1, 2 * cols + 1}});
-  out.push_back(
-      {"batch_params_only", {2, rows + 1, 20}, {20, cols + 2}, {2, rows + 1, 1}, {cols + 2}});
-  out.push_back({"vector_a", {11}, {11, cols + 3}, {}, {cols + 3}});
-  out.push_back({"vector_b", {rows + 2, 13}, {13}, {rows + 2, 1}, {}});
-  out.push_back({"vector_both", {300}, {300}, {}, {}, "full_range"});
-  out.push_back({"wrap_int32", {2, 33100}, {33100, cols + 1}, {}, {}, "wrap"});
-  return out;
-}
-
 class QLinearMatMulRuntime : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
@@ -142,35 +106,15 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
   const uint64_t seed = seed_for(kernel.name);
   std::mt19937_64 rng(seed);
   int64_t cases = 0, outputs = 0;
-  for (const QlmCase& c : qlm_cases(rows, cols)) {
-    Tensor a, b, az, bz;
-    if (c.data == "wrap") {
-      a = constant(ta, c.a, testing::quant_max(ta));
-      b = constant(tb, c.b, testing::quant_max(tb));
-      az = constant(ta, c.a_param, testing::quant_min(ta));
-      bz = constant(tb, c.b_param, testing::quant_min(tb));
-    } else {
-      const bool full = c.data == "full_range";
-      a = testing::random_tensor(ta, c.a, rng, testing::quant_min(ta), testing::quant_max(ta));
-      b = testing::random_tensor(tb, c.b, rng, testing::quant_min(tb), testing::quant_max(tb));
-      az = testing::random_tensor(ta, c.a_param, rng,
-                                  full ? testing::quant_min(ta) : testing::quant_min(ta) / 2,
-                                  full ? testing::quant_max(ta) : testing::quant_max(ta) / 2);
-      bz = testing::random_tensor(tb, c.b_param, rng,
-                                  full ? testing::quant_min(tb) : testing::quant_min(tb) / 2,
-                                  full ? testing::quant_max(tb) : testing::quant_max(tb) / 2);
-    }
-    const Tensor yz =
-        testing::random_tensor(ty, {}, rng, testing::quant_min(ty), testing::quant_max(ty));
-    const double e = -std::log2(std::max<double>(1, static_cast<double>(c.a.back())) * 128.0);
-    const Tensor as = scales(c.a_param, rng, e / 2 - 1, e / 2 + 1);
-    const Tensor bs = scales(c.b_param, rng, e / 2 - 1, e / 2 + 1);
-    const Tensor ys = scales({}, rng, -8, -6);
-    const QLinearMatMulArgs args{&a, &as, &az, &b, &bs, &bz, &ys, &yz, 21, mode};
+  for (const testing::QlmCase& c : testing::qlinear_matmul_cases(rows, cols)) {
+    if (c.a.back() == 0) continue;  // K = 0 takes the reference: QuantizedFallback below
+    const testing::QlmInputs in =
+        testing::make_qlinear_matmul_inputs(ta, tb, ty, DType::kFloat32, c, rng);
+    const QLinearMatMulArgs args = in.args(mode);
     std::ostringstream context;
-    context << kernel.name << " case " << c.name << " a" << shape_str(c.a) << " b" << shape_str(c.b)
-            << " params a" << shape_str(c.a_param) << " b" << shape_str(c.b_param) << " seed "
-            << seed;
+    context << kernel.name << " case " << c.name << " (" << c.data << ") a" << shape_str(c.a)
+            << " b" << shape_str(c.b) << " params a" << shape_str(c.a_param) << " b"
+            << shape_str(c.b_param) << " seed " << seed;
     const Tensor expected = qlinear_matmul(args);
     ASSERT_TRUE(runs_on_kernel(
         kernel.name, expected,

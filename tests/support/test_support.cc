@@ -51,6 +51,8 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
 #include <cstring>
 #include <sstream>
 
+#include "reference/error.h"
+
 namespace mmtune::testing {
 namespace {
 
@@ -146,6 +148,15 @@ std::string value_str(const Tensor& t, int64_t i) {
          << "; worst at " << multi_index(expected.shape, worst) << ": expected "
          << value_str(expected, worst) << ", actual " << value_str(actual, worst)
          << (context.empty() ? "" : "; ") << context;
+}
+
+std::string invalid_argument_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "(no InvalidArgument)";
 }
 
 }  // namespace mmtune::testing

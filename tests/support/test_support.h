@@ -19,6 +19,8 @@ std::vector<uint8_t> read_file_bytes(const std::string& path);
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "reference/tensor.h"
 
 namespace mmtune {
@@ -27,6 +29,9 @@ inline void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
 }  // namespace mmtune
 
 namespace mmtune::testing {
+
+// The message of the InvalidArgument `f` throws, or "(no InvalidArgument)" when it throws none.
+std::string invalid_argument_message(const std::function<void()>& f);
 
 // Bit-for-bit equality of dtype, shape and every element (float NaNs must match bit patterns too).
 // On failure: the first differing flat and multi-index, both values, the number of mismatches,

@@ -31,12 +31,7 @@ const TargetInfo kCuda = schedules::target_info("x86-64-linux-cuda-cuda_capabili
 const TargetInfo kHvx = schedules::target_info("hexagon-32-noos-hvx-hvx_128-hvx_v66");
 
 std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
+  return testing::invalid_argument_message(f);
 }
 
 // Every face of the table round-trips every draw of the space (and the defaults).
@@ -196,6 +191,34 @@ TEST(Seam, TheJitRefusesBeforeCompiling) {
   EXPECT_EQ(jit_cache_size(), compiled);  // nothing was compiled
 }
 
+// The fma contract needs a fused multiply-add: refused for a target without one before compiling
+// (a true fma there would be a libm call per element; an unfused one would break the contract).
+TEST(Seam, TheFmaContractIsRefusedWithoutFusedMultiplyAdd) {
+  const Tensor a(DType::kFloat32, {2, 3}), b(DType::kFloat32, {3, 2});
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  args.contract = FloatContract::kFma;
+  const TargetInfo sse41 = schedules::target_info("x86-64-linux-sse41");
+  const HalideVariant v{schedules::default_schedule(sse41, {32, false}), "x86-64-linux-sse41"};
+  const std::string why = error_of([&] { gemm_halide(args, v); });
+  EXPECT_NE(
+      why.find(
+          "Gemm: contract=fma needs a fused multiply-add, which target x86-64-linux-sse41 lacks"),
+      std::string::npos)
+      << why;
+  // float16 has no contract (both round alike): its fma call is the strict kernel, allowed
+  // anywhere.
+  const Tensor h(DType::kFloat16, {2, 3}), g(DType::kFloat16, {3, 2});
+  args.a = &h;
+  args.b = &g;
+  EXPECT_EQ(error_of([&] { gemm_halide(args, v); }), "(no InvalidArgument)");
+  EXPECT_TRUE(schedules::target_info("x86-64-linux-avx2-fma").fma);
+  EXPECT_TRUE(schedules::target_info("x86-64-linux-avx512_skylake").fma);
+  EXPECT_TRUE(schedules::target_info("arm-64-linux").fma);
+  EXPECT_FALSE(schedules::target_info("x86-64-linux-avx2").fma);
+}
+
 // The generators check it themselves (the AOT build calls them without the JIT's checks): a Halide
 // user error naming the reason, raised in generate(), before any code is generated.
 TEST(Seam, TheGeneratorRefusesAScheduleThatDoesNotFit) {
@@ -212,6 +235,9 @@ TEST(Seam, TheGeneratorRefusesAScheduleThatDoesNotFit) {
       {"x86-64-linux-avx2", {{"tile_rows", "16"}, {"tile_vectors", "8"}}, "vector registers"},
       {"x86-64-linux-avx2", {{"k_group", "4"}}, "regroups the K sum"},
       {"x86-64-linux-avx2", {{"template", "nope"}}, "template 'nope' is not a schedule template"},
+      {"x86-64-linux-sse41",
+       {{"contract", "fma"}},
+       "contract=fma needs a fused multiply-add, which target x86-64-linux-sse41 lacks"},
   };
   for (const Case& c : cases) {
     auto gen = Halide::Internal::GeneratorRegistry::create(

@@ -1,0 +1,139 @@
+// CPU feature checks against Halide target strings.
+#include "runtime/host/cpu_features.h"
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace mmtune {
+
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+struct X86Features {
+  bool sse41 = false, avx = false, avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512cd = false, avx512bw = false, avx512dq = false, avx512vl = false;
+  bool avx512ifma = false, avx512vbmi = false, avx512vnni = false, avx512bf16 = false,
+       avxvnni = false;
+};
+
+X86Features detect_x86() {
+  X86Features f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  f.sse41 = c & (1u << 19);
+  const bool osxsave = c & (1u << 27);
+  uint64_t xcr0 = 0;
+  if (osxsave) {
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
+  }
+  const bool ymm = (xcr0 & 0x6) == 0x6;    // the OS saves SSE and AVX state
+  const bool zmm = (xcr0 & 0xE6) == 0xE6;  // ... and the AVX-512 state
+  f.avx = ymm && (c & (1u << 28));
+  f.fma = f.avx && (c & (1u << 12));
+  f.f16c = f.avx && (c & (1u << 29));
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    f.avx2 = f.avx && (b & (1u << 5));
+    f.avx512f = zmm && (b & (1u << 16));
+    f.avx512dq = f.avx512f && (b & (1u << 17));
+    f.avx512ifma = f.avx512f && (b & (1u << 21));
+    f.avx512cd = f.avx512f && (b & (1u << 28));
+    f.avx512bw = f.avx512f && (b & (1u << 30));
+    f.avx512vl = f.avx512f && (b & (1u << 31));
+    f.avx512vbmi = f.avx512f && (c & (1u << 1));
+    f.avx512vnni = f.avx512f && (c & (1u << 11));
+  }
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
+    f.avxvnni = f.avx2 && (a & (1u << 4));
+    f.avx512bf16 = f.avx512f && (a & (1u << 5));
+  }
+  return f;
+}
+#endif
+
+// Halide target features that do not name instructions.
+bool is_code_generation_feature(const std::string& f) {
+  static const std::set<std::string> kFeatures = {"user_context",
+                                                  "no_asserts",
+                                                  "no_bounds_query",
+                                                  "no_runtime",
+                                                  "large_buffers",
+                                                  "strict_float",
+                                                  "profile",
+                                                  "debug",
+                                                  "jit",
+                                                  "trace_loads",
+                                                  "trace_stores",
+                                                  "trace_realizations",
+                                                  "trace_pipeline",
+                                                  "embed_bitcode",
+                                                  "enable_llvm_loop_opt",
+                                                  "disable_llvm_loop_opt",
+                                                  "c_plus_plus_name_mangling",
+                                                  "profile_by_timer",
+                                                  "tsan",
+                                                  "asan",
+                                                  "msan",
+                                                  "sanitizer_coverage",
+                                                  "semihosting"};
+  return kFeatures.count(f) > 0;
+}
+
+std::optional<std::string> compute_cannot_run(const std::string& target) {
+  if (target == "none") return "this build has no kernels";
+  std::vector<std::string> parts;
+  std::stringstream ss(target);
+  for (std::string p; std::getline(ss, p, '-');) parts.push_back(p);
+  if (parts.size() < 3) return "target '" + target + "' is not arch-bits-os[-features]";
+#if defined(__x86_64__)
+  if (parts[0] != "x86" || parts[1] != "64")
+    return "the kernels are for " + target + ", this is an x86-64 CPU";
+  const X86Features f = detect_x86();
+  const bool skylake = f.avx512f && f.avx512cd && f.avx512bw && f.avx512dq && f.avx512vl;
+  const std::map<std::string, bool> known = {
+      {"sse41", f.sse41},
+      {"avx", f.avx},
+      {"avx2", f.avx2},
+      {"fma", f.fma},
+      {"f16c", f.f16c},
+      {"avx512", f.avx512f && f.avx512cd},
+      {"avx512_skylake", skylake},
+      {"avx512_cannonlake", skylake && f.avx512ifma && f.avx512vbmi},
+      {"avx512_sapphirerapids",
+       skylake && f.avx512ifma && f.avx512vbmi && f.avx512vnni && f.avx512bf16 && f.avxvnni},
+      {"avxvnni", f.avxvnni},
+  };
+  for (std::size_t i = 3; i < parts.size(); ++i) {
+    if (is_code_generation_feature(parts[i])) continue;
+    auto it = known.find(parts[i]);
+    if (it == known.end())
+      return "mmtune cannot confirm that this CPU has " + parts[i] + " (target " + target + ")";
+    if (!it->second) return "this CPU lacks " + parts[i] + " (target " + target + ")";
+  }
+  return std::nullopt;
+#else
+  return "the runtime checks CPU features on x86-64 only; target " + target + " is not confirmed";
+#endif
+}
+
+}  // namespace
+
+std::optional<std::string> cpu_cannot_run(const std::string& target) {
+  static std::mutex mu;
+  static std::map<std::string, std::optional<std::string>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(target);
+  if (it == cache.end()) it = cache.emplace(target, compute_cannot_run(target)).first;
+  return it->second;
+}
+
+}  // namespace mmtune

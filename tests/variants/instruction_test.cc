@@ -1,0 +1,84 @@
+// What the kernels compile to, read from the generated assembly (compiled for x86 targets this
+// machine need not run: nothing is executed): the exact integer sums keep the dot-product
+// instructions (vpmaddwd, vpdpbusd with AVX-512 VNNI) and never use the saturating vpmaddubsw; a
+// Gemm of the fma contract is fused (vfmadd) and one of the strict contract never is.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "Halide.h"
+
+namespace mmtune {
+namespace {
+
+// The assembly of `generator` with `params` for `target`.
+std::string assembly(const std::string& generator, const std::map<std::string, std::string>& params,
+                     const std::string& target) {
+  auto gen = Halide::Internal::GeneratorRegistry::create(
+      generator, Halide::GeneratorContext(Halide::Target(target)));
+  gen->set_generatorparam_values(params);
+  const std::string path = "/tmp/mmtune_asm_" + std::to_string(getpid()) + ".s";
+  gen->build_module("kernel").compile({{Halide::OutputFileType::assembly, path}});
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  std::remove(path.c_str());
+  return s.str();
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(Instructions, ExactInt8SumsUseDotProductsAndNeverSaturate) {
+  struct Case {
+    std::string target, k_group, want;
+  };
+  const std::vector<Case> cases = {
+      {"x86-64-linux-avx2-fma-f16c", "1", "vpmaddwd"},
+      {"x86-64-linux-avx2-fma-f16c", "4", "vpmaddwd"},
+      {"x86-64-linux-avx512_skylake", "2", "vpmaddwd"},
+      {"x86-64-linux-avx512_sapphirerapids", "4", "vpdpbusd"},
+  };
+  for (const Case& c : cases) {
+    const std::string s = assembly("mmtune_qlinear_matmul",
+                                   {{"a.type", "uint8"},
+                                    {"b.type", "int8"},
+                                    {"y.type", "uint8"},
+                                    {"tile_rows", "4"},
+                                    {"tile_vectors", "2"},
+                                    {"n_block", "0"},
+                                    {"pack_b", "true"},
+                                    {"k_group", c.k_group}},
+                                   c.target);
+    EXPECT_GT(count(s, c.want), 0) << c.target << " k_group=" << c.k_group;
+    EXPECT_EQ(count(s, "pmaddubsw"), 0) << c.target << ": the saturating pair sum";
+    EXPECT_EQ(count(s, "vpdpbusds") + count(s, "vpdpwssds"), 0)
+        << c.target << ": saturating dot products";
+  }
+}
+
+TEST(Instructions, TheFmaContractIsFusedAndTheStrictOneNever) {
+  for (const std::string type : {"float32", "float64"}) {
+    std::map<std::string, std::string> p = {
+        {"A.type", type},  {"B.type", type},   {"C.type", type},      {"Y.type", type},
+        {"has_c", "true"}, {"tile_rows", "4"}, {"tile_vectors", "2"}, {"n_block", "0"}};
+    p["contract"] = "fma";
+    const std::string fused = assembly("mmtune_gemm", p, "x86-64-linux-avx2-fma-f16c");
+    p["contract"] = "strict";
+    const std::string strict = assembly("mmtune_gemm", p, "x86-64-linux-avx2-fma-f16c");
+    EXPECT_GT(count(fused, "vfmadd"), 0) << type;
+    EXPECT_EQ(count(strict, "vfmadd") + count(strict, "vfmsub") + count(strict, "vfnmadd"), 0)
+        << type;
+  }
+}
+
+}  // namespace
+}  // namespace mmtune
