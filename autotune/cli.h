@@ -13,6 +13,11 @@ namespace mmtune::cli {
 // process exit code.
 std::function<int()> add_run_command(CLI::App& app);
 std::function<int()> add_ops_command(CLI::App& app);
+// autotune/cli_autotune.cc: `autotune`, `db best|merge`, `emit`, and the tuner's hidden worker.
+std::function<int()> add_autotune_command(CLI::App& app);
+std::function<int()> add_db_command(CLI::App& app);
+std::function<int()> add_emit_command(CLI::App& app);
+std::function<int()> add_worker_command(CLI::App& app);
 
 // Exit codes shared by every subcommand.
 constexpr int kExitOk = 0;

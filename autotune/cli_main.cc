@@ -11,8 +11,13 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"mmtune: generates, tunes and verifies matrix-multiplication kernels"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "mmtune 0.1.0");
-  std::function<int()> actions[] = {mmtune::cli::add_run_command(app),
-                                    mmtune::cli::add_ops_command(app)};
+  const std::pair<const char*, std::function<int()>> actions[] = {
+      {"run", mmtune::cli::add_run_command(app)},
+      {"ops", mmtune::cli::add_ops_command(app)},
+      {"autotune", mmtune::cli::add_autotune_command(app)},
+      {"db", mmtune::cli::add_db_command(app)},
+      {"emit", mmtune::cli::add_emit_command(app)},
+      {"__tune-worker", mmtune::cli::add_worker_command(app)}};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -21,9 +26,9 @@ int run_cli(int argc, char** argv) {
   }
   try {
     for (CLI::App* sub : app.get_subcommands()) {
-      const std::string name = sub->get_name();
-      if (name == "run") return actions[0]();
-      if (name == "ops") return actions[1]();
+      for (const auto& [name, action] : actions) {
+        if (sub->get_name() == name) return action();
+      }
     }
   } catch (const mmtune::InvalidArgument& e) {
     std::cerr << "mmtune: error: " << e.what() << "\n";

@@ -24,7 +24,8 @@ void parse_input(const std::string& spec, std::string& name, std::string& path,
     if (auto t = dtype_from_name(suffix)) {
       as = t;
       path = path.substr(0, colon);
-    } else if (suffix.find('/') == std::string::npos && !fs::exists(path)) {
+    } else if (std::error_code ec; suffix.find('/') == std::string::npos && !fs::exists(path, ec)) {
+      // (A path the system cannot even look up, e.g. longer than PATH_MAX, does not exist.)
       invalid("mmtune run", "--input ", spec, ": '", suffix,
               "' is not a dtype (known: ", all_dtype_names(), ")");
     }

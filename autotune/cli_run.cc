@@ -40,7 +40,7 @@ NamedTensors load_inputs(const RunOptions& o) {
   };
   if (!o.input_dir.empty()) {
     // DIR/NAME.npy is input NAME; DIR/NAME.DTYPE.npy is input NAME read as DTYPE.
-    if (!fs::is_directory(o.input_dir)) {
+    if (std::error_code ec; !fs::is_directory(o.input_dir, ec)) {
       invalid("mmtune run", "--input-dir ", o.input_dir, " is not a folder");
     }
     std::vector<fs::path> files;
@@ -148,10 +148,11 @@ int run(const RunOptions& o) {
   }
   // Refuse before computing anything when the result could not be written.
   const fs::path out_dir = fs::path(o.output).parent_path();
-  if (!out_dir.empty() && !fs::is_directory(out_dir)) {
+  std::error_code ec;
+  if (!out_dir.empty() && !fs::is_directory(out_dir, ec)) {
     invalid("mmtune run", "--output ", o.output, ": folder ", out_dir.string(), " does not exist");
   }
-  if (fs::is_directory(o.output)) invalid("mmtune run", "--output ", o.output, " is a folder");
+  if (fs::is_directory(o.output, ec)) invalid("mmtune run", "--output ", o.output, " is a folder");
   const NamedTensors inputs = load_inputs(o);
   const Attributes attrs = parse_attrs(o.attrs);
   Tensor y;

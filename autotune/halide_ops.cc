@@ -137,13 +137,13 @@ Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const Hal
 }
 
 Tensor run_halide(std::string_view op_name, const NamedTensors& in, const Attributes& attrs,
-                  const HalideVariant& v) {
+                  const HalideVariant& v, JitRun* run) {
   const std::string op = find_operator(op_name).name;
-  if (op == "Gemm") return gemm_halide(gemm_args(in, attrs), v);
-  if (op == "QLinearMatMul") return qlinear_matmul_halide(qlinear_matmul_args(in, attrs), v);
-  if (op == "QGemm") return qgemm_halide(qgemm_args(in, attrs), v);
+  if (op == "Gemm") return gemm_halide(gemm_args(in, attrs), v, run);
+  if (op == "QLinearMatMul") return qlinear_matmul_halide(qlinear_matmul_args(in, attrs), v, run);
+  if (op == "QGemm") return qgemm_halide(qgemm_args(in, attrs), v, run);
   if (op == "QuantMatmulDequant")
-    return quant_matmul_dequant_halide(quant_matmul_dequant_args(in, attrs), v);
+    return quant_matmul_dequant_halide(quant_matmul_dequant_args(in, attrs), v, run);
   MMTUNE_CHECK(false, "operator " << op << " has no Halide path");
 }
 

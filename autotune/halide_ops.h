@@ -33,7 +33,7 @@ Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const Hal
 
 // Named-tensor entry point, the Halide twin of run_reference (same names, attributes, checks).
 Tensor run_halide(std::string_view op, const NamedTensors& inputs, const Attributes& attrs,
-                  const HalideVariant& v);
+                  const HalideVariant& v, JitRun* run = nullptr);
 
 // Number of distinct kernels compiled so far in this process (JIT cache size).
 std::size_t jit_cache_size();

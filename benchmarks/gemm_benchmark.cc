@@ -35,7 +35,7 @@
 #include "autotune/halide_jit.h"
 #include "autotune/halide_ops.h"
 #include "benchmarks/anchors.h"
-#include "benchmarks/shape_list.h"
+#include "autotune/shape_list.h"
 #include "benchmarks/thread_usage.h"
 #include "benchmarks/tuned_params.h"
 #include "reference/qlinear_matmul.h"

@@ -179,6 +179,31 @@ class KnobTable {
     return p;
   }
 
+  // A neighbour of `p`: one knob (and, half the time, a second) set to another of its searched
+  // values; knobs that regroup the sum stay put for float sums (validity is the template's to
+  // check).
+  P mutate(const P& p, std::mt19937_64& rng, bool exact_sum) const {
+    std::vector<const Knob<P>*> open;
+    for (const Knob<P>& k : knobs_) {
+      if (k.search.size() > 1 && !(k.exact_only && !exact_sum)) open.push_back(&k);
+    }
+    P out = p;
+    if (open.empty()) return out;
+    const int changes = std::uniform_int_distribution<int>(0, 1)(rng) + 1;
+    for (int c = 0; c < changes; ++c) {
+      const Knob<P>& k = *open[std::uniform_int_distribution<std::size_t>(0, open.size() - 1)(rng)];
+      for (int attempt = 0; attempt < 8; ++attempt) {
+        const int v =
+            k.search[std::uniform_int_distribution<std::size_t>(0, k.search.size() - 1)(rng)];
+        if (v != k.get(out)) {
+          k.set(out, v);
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
   // The schedule tag of kernel names: each knob's part in table order.
   std::string tag(const P& p, int lanes) const {
     std::ostringstream os;

@@ -197,6 +197,33 @@ Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulat
   return Schedule(p);
 }
 
+Schedule mutate(const Schedule& s, const TargetInfo& t, Accumulator acc, std::mt19937_64& rng) {
+  return std::visit(
+      [&](const auto& params) -> Schedule {
+        using P = std::decay_t<decltype(params)>;
+        for (int attempt = 0; attempt < 200; ++attempt) {
+          P draw = P::knobs().mutate(params, rng, acc.exact);
+          draw.fit_draw(t, acc);
+          if (!draw.validate(t, acc) && !P::knobs().equal(draw, params)) return Schedule(draw);
+        }
+        return s;
+      },
+      s.params());
+}
+
+std::vector<KnobValue> knob_values(const Schedule& s) {
+  return std::visit(
+      [](const auto& params) {
+        using P = std::decay_t<decltype(params)>;
+        std::vector<KnobValue> out;
+        for (const auto& k : P::knobs().knobs()) {
+          out.push_back({k.name, k.get(params), k.min, k.max, k.type == KnobType::kBool});
+        }
+        return out;
+      },
+      s.params());
+}
+
 std::string knob_table_markdown(const std::string& template_name) {
   return std::visit([](const auto& p) { return std::decay_t<decltype(p)>::knobs().markdown(); },
                     template_by_name(template_name));

@@ -88,6 +88,20 @@ Schedule default_schedule(const TargetInfo& t, Accumulator acc);
 Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulator acc,
                 std::mt19937_64& rng);
 
+// A neighbour of `s` in its template's search space: one or two knobs moved to other searched
+// values, made consistent and valid for `t` and `acc` (rejection sampling; `s` itself when no
+// valid neighbour turns up).
+Schedule mutate(const Schedule& s, const TargetInfo& t, Accumulator acc, std::mt19937_64& rng);
+
+// A schedule's knobs as numbers, in table order, with their ranges (the tuner's cost-model
+// features).
+struct KnobValue {
+  std::string name;
+  int value, min, max;
+  bool is_bool;
+};
+std::vector<KnobValue> knob_values(const Schedule& s);
+
 // A Markdown table of `template_name`'s knobs (docs/naming.md, the tuner's help).
 std::string knob_table_markdown(const std::string& template_name);
 

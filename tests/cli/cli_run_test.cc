@@ -212,6 +212,23 @@ INSTANTIATE_TEST_SUITE_P(
                   "run --op Gemm --input A={dir}/A.npy --input B={dir}/B.npy --output {dir}",
                   1,
                   {"is a folder"}},
+        // Paths longer than the system's limit (found by fuzz_cli: a lookup that fails must not
+        // escape as an exception, here of std::filesystem).
+        ErrorCase{"overlong_input_path",
+                  "run --op Gemm --input A={dir}/A.npy --input B={dir}/" + std::string(5000, 'x') +
+                      ":notadtype --output {dir}/y.npy",
+                  1,
+                  {"'notadtype' is not a dtype"}},
+        ErrorCase{
+            "overlong_input_dir",
+            "run --op Gemm --input-dir {dir}/" + std::string(5000, 'x') + " --output {dir}/y.npy",
+            1,
+            {"is not a folder"}},
+        ErrorCase{"overlong_output",
+                  "run --op Gemm --input A={dir}/A.npy --input B={dir}/B.npy --output {dir}/" +
+                      std::string(5000, 'y') + "/y.npy",
+                  1,
+                  {"does not exist"}},
         ErrorCase{
             "missing_op_option", "run --input A={dir}/A.npy --output {dir}/y.npy", 2, {"--op"}},
         ErrorCase{"no_subcommand", "", 2, {}}),

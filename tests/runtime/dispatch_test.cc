@@ -302,6 +302,8 @@ TEST(CpuCheck, TargetsThisCpuCannotConfirmAreRefused) {
             "x86-64-linux-sse41-made_up_feature)");
   // Code-generation features are not instructions.
   EXPECT_EQ(cpu_cannot_run("x86-64-linux-user_context-no_asserts"), std::nullopt);
+  // Nor is a tuning hint (Halide's host target names the CPU model: tune_znver3).
+  EXPECT_EQ(cpu_cannot_run("x86-64-linux-tune_znver3"), std::nullopt);
   // The linked kernels' target runs here (CI machines have AVX2; the build chose the database
   // from this host's features).
   EXPECT_EQ(cpu_cannot_run(runtime::kernel_target()),

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "autotune/halide_ops.h"
+#include "autotune/tune_inputs.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
 
@@ -51,45 +52,29 @@ TEST_P(QGemmVariants, BitExactAgainstReference) {
       args.trans_a = r % 2;
       args.trans_b = (r / 2) % 2;
       args.alpha = r % 3 == 0 ? 1.0f : (r % 3 == 1 ? 1.75f : 0.5f);
-      Tensor a =
-          testing::random_tensor(combo.a, args.trans_a ? Shape{s.k, s.m} : Shape{s.m, s.k}, rng,
-                                 testing::quant_min(combo.a), testing::quant_max(combo.a));
-      Tensor b =
-          testing::random_tensor(combo.b, args.trans_b ? Shape{s.n, s.k} : Shape{s.k, s.n}, rng,
-                                 testing::quant_min(combo.b), testing::quant_max(combo.b));
-      Tensor as = testing::random_tensor(DType::kFloat32, {}, rng, 0.002, 0.004);
-      Tensor az = testing::random_tensor(combo.a, {1}, rng, testing::quant_min(combo.a),
-                                         testing::quant_max(combo.a));
       const bool per_column = r % 2 == 1;
-      Tensor bs = testing::random_tensor(DType::kFloat32, per_column ? Shape{s.n} : Shape{}, rng,
-                                         0.002, 0.004);
-      Tensor bz = testing::random_tensor(combo.b, bs.shape, rng, testing::quant_min(combo.b),
-                                         testing::quant_max(combo.b));
       const std::vector<Shape> c_shapes = {{}, {}, {s.n}, {1, s.n}, {s.m, 1}, {s.m, s.n}};
       const int c_kind = static_cast<int>(r % c_shapes.size());
       // Near the int32 limits every few cases, so that C + sum wraps.
       const bool big_c = r % 4 == 3;
-      Tensor c =
-          testing::random_tensor(DType::kInt32, c_shapes[c_kind], rng,
-                                 big_c ? 2147000000.0 : -5000.0, big_c ? 2147483647.0 : 5000.0);
-      Tensor ys = testing::random_tensor(DType::kFloat32, {}, rng, 0.01, 0.05);
       const DType ty = combo.quantized ? combo.y : DType::kUInt8;
-      Tensor yz =
-          testing::random_tensor(ty, {}, rng, testing::quant_min(ty), testing::quant_max(ty));
-      args.a = &a;
-      args.b = &b;
-      args.a_scale = &as;
-      args.a_zero_point = &az;
-      args.b_scale = &bs;
-      args.b_zero_point = &bz;
-      args.c = c_kind == 0 ? nullptr : &c;
+      const tune::QGemmInputs in = tune::make_qgemm_inputs(
+          combo.a, combo.b, ty,
+          {s.m, s.n, s.k, args.trans_a, args.trans_b, per_column, c_shapes[c_kind], big_c}, rng);
+      args.a = &in.a;
+      args.b = &in.b;
+      args.a_scale = &in.as;
+      args.a_zero_point = &in.az;
+      args.b_scale = &in.bs;
+      args.b_zero_point = &in.bz;
+      args.c = c_kind == 0 ? nullptr : &in.c;
       // Float output with or without y_scale; quantized output needs both.
-      args.y_scale = combo.quantized || r % 3 == 2 ? &ys : nullptr;
-      args.y_zero_point = combo.quantized ? &yz : nullptr;
+      args.y_scale = combo.quantized || r % 3 == 2 ? &in.ys : nullptr;
+      args.y_zero_point = combo.quantized ? &in.yz : nullptr;
       std::ostringstream context;
       context << "QGemm " << combo_name(combo) << " " << s.category << " M=" << s.m << " N=" << s.n
               << " K=" << s.k << " transA=" << args.trans_a << " transB=" << args.trans_b
-              << " alpha=" << args.alpha << " C=" << (args.c ? shape_str(c.shape) : "none")
+              << " alpha=" << args.alpha << " C=" << (args.c ? shape_str(in.c.shape) : "none")
               << (big_c ? " (near INT32_MAX)" : "") << " per_column=" << per_column
               << " y_scale=" << (args.y_scale != nullptr) << " schedule " << draw.name << " "
               << kernel_key(qgemm_identity(args), variant).to_string() << " seed " << seed;

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "autotune/halide_ops.h"
+#include "autotune/tune_inputs.h"
 #include "reference/codecs.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
@@ -115,22 +116,9 @@ TEST_P(QLinearMatMulFloat8Variants, BitExactAgainstReference) {
     const DType st = scale_types[d % 3];
     const HalideVariant variant{draw.schedule, "host"};
     for (const auto& s : testing::matmul_shapes(draw.tile.rows, draw.tile.cols, false)) {
-      Tensor a = testing::random_tensor(ty.a, {s.m, s.k}, rng, -8, 8);
-      Tensor b = testing::random_tensor(ty.b, {s.k, s.n}, rng, -8, 8);
-      // A few special patterns: every format's NaN (0x7F/0xFF or 0x80), E5M2 infinities, -0.
-      for (Tensor* t : {&a, &b}) {
-        if (rng() % 4 == 0 && t->numel() > 0) {
-          const uint8_t special[] = {0x7F, 0xFF, 0x80, 0x7C, 0xFC};
-          t->data<uint8_t>()[rng() % t->numel()] = special[rng() % 5];
-          ++specials;
-        }
-      }
-      Tensor zero_a(ty.a, {}), zero_b(ty.b, {}), zero_y(ty.y, {});
-      Tensor as = testing::random_scales(st, {s.m, 1}, rng, -3, 3);
-      Tensor bs = testing::random_scales(st, {s.n}, rng, -3, 3);
-      Tensor ys = testing::random_scales(st, {}, rng, -12, 4);
-      QLinearMatMulArgs args{&a,      &as, &zero_a, &b, &bs,
-                             &zero_b, &ys, &zero_y, 21, RequantMode::kFloat32};
+      const tune::QlmInputs in = tune::make_float8_qlinear_matmul_inputs(
+          ty.a, ty.b, ty.y, st, s.m, s.n, s.k, /*special_one_in=*/4, rng, &specials);
+      const QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
       std::ostringstream context;
       context << "QLinearMatMul float8 " << dtype_name(ty.a) << "/" << dtype_name(ty.b) << "->"
               << dtype_name(ty.y) << " " << s.category << " M=" << s.m << " N=" << s.n

@@ -1,5 +1,6 @@
-// Shared machinery of the variant suites: schedule draws (seeded, logged), shape categories
-// relative to a kernel's tile, random tensors per dtype.
+// Shared machinery of the variant suites: schedule draws (seeded, logged), the QLinearMatMul case
+// list, the gate's assertion. The data generators (shape categories relative to a kernel's tile,
+// random tensors per dtype) are the tuner's, autotune/tune_inputs.h, named here too.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "autotune/gate.h"
+#include "autotune/tune_inputs.h"
 #include "reference/qlinear_matmul.h"
 #include "reference/tensor.h"
 #include "schedules/schedule.h"
@@ -35,62 +37,28 @@ struct ScheduleDraw {
 std::vector<ScheduleDraw> schedule_draws(const schedules::TargetInfo& t, schedules::Accumulator acc,
                                          int count, uint64_t seed);
 
-struct MatmulShape {
-  std::string category;
-  int64_t m, n, k;
-};
-// Shape categories relative to a tile of `rows` x `cols`: tiny (1..10), exact tile multiples,
-// ragged (multiples +- 1), powers of two +- 1, deep K (>= 4096), shallow K (<= 4), GEMV (M = 1),
-// K = 0 (no sum: the epilogue alone).
-// `deep` = false leaves out the deep-K shape (for slow dtypes).
-std::vector<MatmulShape> matmul_shapes(int rows, int cols, bool deep = true);
-
-// Uniform random values: integers in [lo, hi]; floats uniform in [lo, hi] rounded to the dtype;
-// float8 from all finite patterns.
-Tensor random_tensor(DType t, Shape shape, std::mt19937_64& rng, double lo, double hi);
-
-// Value ranges that exercise each type: full 8-bit ranges; for Gemm, wrapping integer sums and
-// floats in [-2, 2].
-double quant_min(DType t);  // int8 -128, uint8 0
-double quant_max(DType t);  // int8 127, uint8 255
-struct ValueRange {
-  double lo, hi;
-};
-ValueRange gemm_value_range(DType t);
+// The data generators (autotune/tune_inputs.h: the tuner's gate draws the same inputs).
+using tune::float_data_name;
+using tune::FloatData;
+using tune::gemm_value_range;
+using tune::make_qlinear_matmul_inputs;
+using tune::matmul_shapes;
+using tune::MatmulShape;
+using tune::QlmCase;
+using tune::QlmInputs;
+using tune::quant_max;
+using tune::quant_min;
+using tune::random_float_tensor;
+using tune::random_scales;
+using tune::random_tensor;
+using tune::ValueRange;
 
 // QLinearMatMul (int8/uint8) cases relative to a tile of rows x cols, shared by the variant and
 // runtime suites: every shape category (2-D, with per-tensor / per-row x per-column / rank-1 and
 // rank-2 parameters rotating), N-D batch broadcasting with parameters carrying batch dims, 1-D
 // operands, and adversarial data: full-range values and zero points, requantization on exact .5
 // ties, K that wraps int32, extreme per-column scales.
-struct QlmCase {
-  std::string name;
-  Shape a, b;                   // operand shapes
-  Shape a_param, b_param;       // scale / zero-point shapes
-  std::string data = "random";  // random | full_range | ties | wrap | extreme_scales
-};
 std::vector<QlmCase> qlinear_matmul_cases(int rows, int cols);
-
-// A case's inputs for operand types (ta, tb), output type ty and scale type st.
-struct QlmInputs {
-  Tensor a, b, as, bs, ys, az, bz, yz;
-  QLinearMatMulArgs args(RequantMode mode) const {
-    return QLinearMatMulArgs{&a, &as, &az, &b, &bs, &bz, &ys, &yz, 21, mode};
-  }
-};
-QlmInputs make_qlinear_matmul_inputs(DType ta, DType tb, DType ty, DType st, const QlmCase& c,
-                                     std::mt19937_64& rng);
-
-// Float data for the Gemm suites (float32, float64, float16, bfloat16), beyond [-2, 2]:
-enum class FloatData {
-  kPlain,    // uniform in [-2, 2]
-  kHuge,     // [-2, 2] x 2^e with products at and beyond the accumulator's overflow threshold
-  kTiny,     // [-2, 2] x 2^-e with products in and below the accumulator's subnormal range
-  kSpecial,  // plain, with one element in eight replaced by a subnormal, +-0, +-Inf, the type's
-             // extremes, or a NaN with a non-canonical payload of either sign
-};
-const char* float_data_name(FloatData d);
-Tensor random_float_tensor(DType t, Shape shape, std::mt19937_64& rng, FloatData kind);
 
 // The gate over one case (autotune/gate.h): `call` runs the kernel on a placed, poisoned, guarded
 // output; the result must equal `expected` bit for bit, write nothing outside its output, and run a
@@ -105,9 +73,6 @@ struct GateCounts {
                                        const std::function<Tensor(JitRun&)>& call,
                                        bool expect_kernel, const std::string& context,
                                        GateCounts& counts);
-
-// Scales of dtype `st` (float32, float16 or bfloat16), log-uniform in [2^e0, 2^e1].
-Tensor random_scales(DType st, Shape shape, std::mt19937_64& rng, double e0, double e1);
 
 // The host target's facts (Halide's host target string parsed).
 const schedules::TargetInfo& host_info();

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace mmtune::bench {
+namespace mmtune {
 
 struct NamedShape {
   std::string name;
@@ -23,4 +23,4 @@ std::vector<NamedShape> read_shape_list(const std::string& path);
 // Parses `name:M,N,K` (the --mm_shape flag).
 NamedShape parse_shape(const std::string& spec);
 
-}  // namespace mmtune::bench
+}  // namespace mmtune

@@ -1,12 +1,12 @@
 // Shape-list files and --mm_shape specs.
-#include "benchmarks/shape_list.h"
+#include "autotune/shape_list.h"
 
 #include <fstream>
 #include <sstream>
 
 #include "reference/error.h"
 
-namespace mmtune::bench {
+namespace mmtune {
 namespace {
 
 bool positive(int64_t v) { return v > 0; }
@@ -50,4 +50,4 @@ NamedShape parse_shape(const std::string& spec) {
   invalid("shapes", "--mm_shape=", spec, " is not name:M,N,K with positive integers");
 }
 
-}  // namespace mmtune::bench
+}  // namespace mmtune

@@ -1,0 +1,273 @@
+// `mmtune autotune`, `mmtune db best|merge`, `mmtune emit`, and the tuner's hidden worker command.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "autotune/cli.h"
+#include "autotune/kernel_key.h"
+#include "autotune/shape_list.h"
+#include "autotune/tune_buckets.h"
+#include "autotune/tuner.h"
+#include "autotune/tuning_db.h"
+#include "reference/error.h"
+
+namespace mmtune::cli {
+namespace {
+
+// "90s", "5m", "1h", "1h30m", "2.5m", "300" (seconds).
+double parse_duration(const std::string& text) {
+  if (text.empty()) invalid("autotune", "--budget '' is not a duration (e.g. 90s, 5m, 1h30m)");
+  double total = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(text.substr(pos), &used);
+    } catch (const std::exception&) {
+      invalid("autotune", "--budget '", text, "' is not a duration (e.g. 90s, 5m, 1h30m)");
+    }
+    pos += used;
+    double unit = 1;
+    if (pos < text.size()) {
+      const char u = text[pos++];
+      if (u == 's') {
+        unit = 1;
+      } else if (u == 'm') {
+        unit = 60;
+      } else if (u == 'h') {
+        unit = 3600;
+      } else {
+        invalid("autotune", "--budget '", text, "': unit '", std::string(1, u),
+                "' is not s, m or h");
+      }
+    }
+    if (!(v >= 0) || !std::isfinite(v)) {
+      invalid("autotune", "--budget '", text, "' must be a non-negative duration");
+    }
+    total += v * unit;
+  }
+  return total;
+}
+
+// "I/N".
+void parse_shard(const std::string& text, int& index, int& count) {
+  char slash = 0;
+  std::istringstream in(text);
+  std::string rest;
+  if (!(in >> index >> slash >> count) || slash != '/' || (in >> rest) || count < 1 || index < 0 ||
+      index >= count) {
+    invalid("autotune", "--shard '", text, "' is not I/N with 0 <= I < N (e.g. 0/4)");
+  }
+}
+
+NamedShape parse_mnk(const std::string& text) {
+  NamedShape s;
+  char c1 = 0, c2 = 0;
+  std::istringstream in(text);
+  std::string rest;
+  if (!(in >> s.m >> c1 >> s.n >> c2 >> s.k) || c1 != ',' || c2 != ',' || (in >> rest) || s.m < 1 ||
+      s.n < 1 || s.k < 1) {
+    invalid("autotune", "--shape '", text, "' is not M,N,K with positive integers");
+  }
+  s.name = "m" + std::to_string(s.m) + "_n" + std::to_string(s.n) + "_k" + std::to_string(s.k);
+  return s;
+}
+
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  MMTUNE_CHECK(n > 0, "cannot read /proc/self/exe");
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+const char* kAutotuneHelp = R"(
+For each kernel identity (--op) and shape bucket (from --shapes / --shape), search the schedule
+template's space: every candidate compiles in a worker process, runs bit for bit against the
+reference on adversarial inputs into poisoned, guarded outputs, and only then is timed. Every
+outcome is a line of the database (--db), fsynced: interrupt at any moment (Ctrl-C finishes the
+in-flight candidates) and rerun the same command to resume; nothing is measured twice.
+
+Writes to --out: tuning.jsonl (unless --db says otherwise) and tuned/<target>.json, the database
+the build consumes (cmake -DMMTUNE_DATABASE=<out>/tuned/<target>.json).
+
+SPEC is OP[:TYPES][:KEY=VALUE...], e.g.
+  Gemm:float32:contract=fma   QLinearMatMul:uint8,int8,uint8:requant=float32
+  QGemm:uint8,int8:output=float32   QuantMatmulDequant
+
+Examples:
+  mmtune autotune                                  # float32 Gemm (fma) and u8.s8->u8 QLinearMatMul
+  mmtune autotune --op Gemm:float32 --shapes benchmarks/shapes/llm.txt --budget 30m
+  mmtune autotune --op Gemm:bfloat16:contract=fma --shape 1,4096,4096 --max-candidates 40 --jobs 2
+  mmtune autotune --shard 2/8 --db shard2.jsonl ...   # one of 8 independent processes
+  mmtune db merge shard*.jsonl -o all.jsonl && mmtune emit --db all.jsonl --out tuned-all
+)";
+
+}  // namespace
+
+std::function<int()> add_autotune_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("autotune", "Search, gate and time kernel schedules");
+  sub->footer(kAutotuneHelp);
+  struct Opts {
+    std::vector<std::string> ops, shape;
+    std::string shapes, target = "host", budget, db, out, shard = "0/1", strategy = "evolutionary";
+    int max_candidates = 0, threads = 1, jobs = 0, finalists = 3;
+    uint64_t seed = 1;
+    double timeout = 180;
+    bool quiet = false, no_emit = false;
+    std::string inject_fault;
+  };
+  auto o = std::make_shared<Opts>();
+  sub->add_option("--op", o->ops, "kernel identity SPEC (repeatable)");
+  sub->add_option("--shapes", o->shapes, "shape list file: `name M N K` a line");
+  sub->add_option("--shape", o->shape, "M,N,K (repeatable)");
+  sub->add_option("--target", o->target, "Halide target (default: this machine)");
+  sub->add_option("--budget", o->budget, "time for the whole run: 90s, 5m, 1h30m");
+  sub->add_option("--max-candidates", o->max_candidates,
+                  "candidates per identity and bucket (default 12; with --budget, 1000)");
+  sub->add_option("--threads", o->threads, "threads of each timed kernel")
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--jobs", o->jobs, "workers compiling and gating at once (default: cores)");
+  sub->add_option("--db", o->db, "database (default <out>/tuning.jsonl)");
+  sub->add_option("--out", o->out, "output folder (default mmtune-out/<target>)");
+  sub->add_option("--seed", o->seed, "seed of every random choice");
+  sub->add_option("--shard", o->shard, "I/N: this process's share of the work");
+  sub->add_option("--strategy", o->strategy, "evolutionary (default) or random");
+  sub->add_option("--finalists", o->finalists, "best candidates re-measured interleaved");
+  sub->add_option("--timeout", o->timeout, "seconds allowed per compile and gate");
+  sub->add_flag("--quiet", o->quiet, "no progress output");
+  sub->add_flag("--no-emit", o->no_emit, "do not write tuned/<target>.json");
+  sub->add_option("--inject-fault", o->inject_fault)->group("");  // tests: drop_tail
+  return [o] {
+    tune::TuneOptions t;
+    t.ops = o->ops;
+    if (t.ops.empty()) t.ops = {"Gemm:float32:contract=fma", "QLinearMatMul:uint8,int8,uint8"};
+    if (!o->shapes.empty()) t.shapes = read_shape_list(o->shapes);
+    for (const std::string& s : o->shape) t.shapes.push_back(parse_mnk(s));
+    if (t.shapes.empty()) t.shapes = tune::default_shapes();
+    t.target = resolve_target(o->target);
+    if (o->target == "host") {
+      // The host's tuning hint (tune_znver3, ...) names this CPU model, not a feature: the tuned
+      // database serves every CPU with the features.
+      std::string plain;
+      std::istringstream parts(t.target);
+      for (std::string p; std::getline(parts, p, '-');) {
+        if (p.rfind("tune_", 0) != 0) plain += (plain.empty() ? "" : "-") + p;
+      }
+      t.target = plain;
+    }
+    t.budget_s = o->budget.empty() ? 0 : parse_duration(o->budget);
+    t.max_candidates = o->max_candidates > 0 ? o->max_candidates : (t.budget_s > 0 ? 1000 : 12);
+    t.jobs =
+        o->jobs > 0 ? o->jobs : std::max<int>(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+    t.measure.threads = o->threads;
+    t.out = o->out.empty() ? "mmtune-out/" + t.target : o->out;
+    t.db = o->db.empty() ? t.out + "/tuning.jsonl" : o->db;
+    t.seed = o->seed;
+    parse_shard(o->shard, t.shard_index, t.shard_count);
+    t.strategy = o->strategy;
+    t.finalists = o->finalists;
+    t.timeout_s = o->timeout;
+    t.quiet = o->quiet;
+    t.emit = !o->no_emit;
+    t.exe = self_exe();
+    t.inject_fault = o->inject_fault;
+    const tune::TuneSummary s = tune::autotune(t);
+    std::cout << "mmtune autotune: " << s.units << " identity x bucket units, " << s.new_records
+              << " new records, " << s.resumed << " found in " << t.db << "\n";
+    if (s.interrupted) {
+      std::cout << "mmtune autotune: interrupted; the database is consistent: rerun the same "
+                   "command to resume\n";
+      return 130;
+    }
+    if (!s.tuned.empty()) std::cout << "mmtune autotune: wrote " << s.tuned << "\n";
+    if (!s.report.empty()) std::cout << "mmtune autotune: wrote " << s.report << "\n";
+    return kExitOk;
+  };
+}
+
+std::function<int()> add_db_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("db", "Read and combine tuning databases");
+  sub->require_subcommand(1);
+  CLI::App* best = sub->add_subcommand("best", "The winners per identity and bucket");
+  CLI::App* merge = sub->add_subcommand("merge", "Union of databases (e.g. of shards)");
+  struct Opts {
+    std::string best_db;
+    bool json = false;
+    std::vector<std::string> inputs;
+    std::string output;
+  };
+  auto o = std::make_shared<Opts>();
+  best->add_option("DB", o->best_db, "database")->required();
+  best->add_flag("--json", o->json, "one JSON record a line");
+  merge->add_option("DB", o->inputs, "databases")->required();
+  merge->add_option("-o,--output", o->output, "merged database")->required();
+  return [o, best, merge] {
+    if (best->parsed()) {
+      const tune::Database db = tune::Database::open(o->best_db, false);
+      for (const std::string& w : db.warnings()) std::cerr << "mmtune db: warning: " << w << "\n";
+      for (const auto& [group, w] : tune::best_records(db.records())) {
+        if (o->json) {
+          std::cout << w.record->to_json().dump() << "\n";
+          continue;
+        }
+        std::cout << w.record->identity << "  " << w.record->bucket << "  " << std::fixed
+                  << std::setprecision(2) << w.record->rate / 1e9 << " G/s  " << w.passed << "/"
+                  << w.candidates << " passed  " << w.record->schedule.dump() << "\n";
+      }
+      return kExitOk;
+    }
+    if (merge->parsed()) {
+      std::vector<std::string> warnings;
+      const std::size_t n = tune::merge_databases(o->inputs, o->output, &warnings);
+      for (const std::string& w : warnings) std::cerr << "mmtune db: warning: " << w << "\n";
+      std::cout << "mmtune db merge: " << n << " records from " << o->inputs.size()
+                << " databases into " << o->output << "\n";
+      return kExitOk;
+    }
+    return kExitUsage;
+  };
+}
+
+std::function<int()> add_emit_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("emit", "Write tuned/<target>.json from a tuning database");
+  struct Opts {
+    std::string db, out, target;
+  };
+  auto o = std::make_shared<Opts>();
+  sub->add_option("--db", o->db, "tuning database")->required();
+  sub->add_option("--out", o->out, "output folder")->required();
+  sub->add_option("--target", o->target, "emit this target's records only (default: every target)");
+  return [o] {
+    const tune::Database db = tune::Database::open(o->db, false);
+    for (const std::string& w : db.warnings()) std::cerr << "mmtune emit: warning: " << w << "\n";
+    std::set<std::string> targets;
+    for (const tune::Record& r : db.records()) {
+      if (o->target.empty() || r.target == o->target) targets.insert(r.target);
+    }
+    if (targets.empty())
+      invalid("emit", "database '", o->db, "' has no records",
+              o->target.empty() ? "" : " for target " + o->target);
+    for (const std::string& t : targets) {
+      const std::string path = o->out + "/tuned/" + t + ".json";
+      const nlohmann::json tuned = tune::tuned_database(db.records(), t);
+      tune::write_json_atomically(tuned, path);
+      std::cout << "mmtune emit: " << tuned["kernels"].size() << " kernels to " << path << "\n";
+    }
+    return kExitOk;
+  };
+}
+
+std::function<int()> add_worker_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("__tune-worker", "");
+  sub->group("");  // hidden: the tuner's child processes
+  auto file = std::make_shared<std::string>();
+  sub->add_option("JOB", *file)->required();
+  return [file] { return tune::worker_main(*file); };
+}
+
+}  // namespace mmtune::cli

@@ -1,0 +1,98 @@
+// Shape buckets of the tuner.
+#include "autotune/tune_buckets.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace mmtune::tune {
+namespace {
+
+struct Range {
+  int64_t lo, hi;  // hi -1: unbounded
+};
+
+constexpr Range kMClasses[] = {{1, 1}, {2, 8}, {9, 64}, {65, -1}};
+constexpr Range kNKClasses[] = {{1, 512}, {513, 4096}, {4097, -1}};
+
+template <std::size_t N>
+Range class_of(const Range (&classes)[N], int64_t v) {
+  for (const Range& r : classes) {
+    if (v >= r.lo && (r.hi < 0 || v <= r.hi)) return r;
+  }
+  return classes[0];  // v < 1: not a listed shape; the smallest class
+}
+
+std::string range_text(const Range& r) {
+  if (r.hi == r.lo) return std::to_string(r.lo);
+  if (r.hi < 0) return std::to_string(r.lo) + "+";
+  return std::to_string(r.lo) + "-" + std::to_string(r.hi);
+}
+
+}  // namespace
+
+NamedShape Bucket::representative() const {
+  if (shapes.empty()) {
+    // No listed shape: the lower corner of each class, at least 64 along N and K.
+    return NamedShape{name, m_min, std::max<int64_t>(n_min, 64), std::max<int64_t>(k_min, 64)};
+  }
+  std::vector<NamedShape> sorted = shapes;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const NamedShape& a, const NamedShape& b) { return a.flops() < b.flops(); });
+  return sorted[(sorted.size() - 1) / 2];
+}
+
+bool Bucket::contains(int64_t m, int64_t n, int64_t k) const {
+  auto in = [](int64_t v, int64_t lo, int64_t hi) { return v >= lo && (hi < 0 || v <= hi); };
+  return in(m, m_min, m_max) && in(n, n_min, n_max) && in(k, k_min, k_max);
+}
+
+nlohmann::json Bucket::bounds_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  auto put = [&](const char* lo_key, const char* hi_key, int64_t lo, int64_t hi) {
+    if (lo > 1) j[lo_key] = lo;
+    if (hi >= 0) j[hi_key] = hi;
+  };
+  put("m_min", "m_max", m_min, m_max);
+  put("n_min", "n_max", n_min, n_max);
+  put("k_min", "k_max", k_min, k_max);
+  return j;
+}
+
+Bucket bucket_of(int64_t m, int64_t n, int64_t k) {
+  const Range rm = class_of(kMClasses, m), rn = class_of(kNKClasses, n),
+              rk = class_of(kNKClasses, k);
+  Bucket b;
+  b.m_min = rm.lo;
+  b.m_max = rm.hi;
+  b.n_min = rn.lo;
+  b.n_max = rn.hi;
+  b.k_min = rk.lo;
+  b.k_max = rk.hi;
+  std::ostringstream os;
+  os << "m" << range_text(rm) << ".n" << range_text(rn) << ".k" << range_text(rk);
+  b.name = os.str();
+  return b;
+}
+
+std::vector<Bucket> make_buckets(const std::vector<NamedShape>& shapes) {
+  std::vector<Bucket> buckets;
+  for (const NamedShape& s : shapes) {
+    Bucket b = bucket_of(s.m, s.n, s.k);
+    auto it = std::find_if(buckets.begin(), buckets.end(),
+                           [&](const Bucket& x) { return x.name == b.name; });
+    if (it == buckets.end()) {
+      buckets.push_back(b);
+      it = buckets.end() - 1;
+    }
+    it->shapes.push_back(s);
+  }
+  return buckets;
+}
+
+std::vector<NamedShape> default_shapes() {
+  return {{"decode_m1_n1024_k1024", 1, 1024, 1024},
+          {"batch_m8_n1024_k1024", 8, 1024, 1024},
+          {"prefill_m128_n1024_k1024", 128, 1024, 1024}};
+}
+
+}  // namespace mmtune::tune

@@ -1,0 +1,572 @@
+// The tuner's worker: compile, gate and time a job's schedules; the pool of child processes.
+#include "autotune/tune_worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "autotune/gate.h"
+#include "autotune/halide_jit.h"
+#include "autotune/halide_ops.h"
+#include "autotune/tune_inputs.h"
+#include "reference/error.h"
+#include "reference/registry.h"
+
+extern char** environ;
+
+namespace mmtune::tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// "0x3f800000 (1)": an element's bits and its value.
+std::string element_text(const Tensor& t, int64_t i) {
+  const std::size_t size = dtype_size(t.dtype);
+  uint64_t bits = 0;
+  std::memcpy(&bits, t.bytes.data() + i * size, size);
+  std::ostringstream os;
+  os << "0x" << std::hex << bits << std::dec << " (";
+  if (is_float(t.dtype)) {
+    os << float_at(t, i);
+  } else {
+    os << int_at(t, i);
+  }
+  os << ")";
+  return os.str();
+}
+
+// The first element whose bits differ, or -1.
+int64_t first_difference(const Tensor& expected, const Tensor& actual) {
+  if (expected.bytes.size() != actual.bytes.size()) return 0;
+  const std::size_t size = dtype_size(expected.dtype);
+  for (std::size_t i = 0; i < expected.bytes.size(); i += size) {
+    if (std::memcmp(expected.bytes.data() + i, actual.bytes.data() + i, size) != 0)
+      return static_cast<int64_t>(i / size);
+  }
+  return -1;
+}
+
+// Gate one schedule: every case of the battery through the guarded, poisoned output. Returns
+// whether every output matched; `report` receives the counts and the first mismatch.
+bool gate_schedule(const KernelIdentity& id, const Job& job, const HalideVariant& v,
+                   const schedules::Tile& tile, nlohmann::json& report) {
+  std::vector<GateCase> cases =
+      gate_cases(id, tile, job.shape.at(0), job.shape.at(1), job.shape.at(2));
+  if (job.full_gate) {
+    std::vector<GateCase> all;
+    for (const GateCase& c : cases) {
+      for (DataKind kind : data_kinds(id)) {
+        GateCase x = c;
+        x.kind = kind;
+        all.push_back(x);
+      }
+    }
+    cases = all;
+  }
+  std::mt19937_64 rng(job.seed);
+  bool passed = true;
+  int64_t kernel_cases = 0, reference_cases = 0, outputs = 0;
+  for (const GateCase& c : cases) {
+    const OpCall call = make_call(id, c.m, c.n, c.k, c.kind, rng);
+    const Tensor expected = run_reference(call.op, call.inputs, call.attrs);
+    const GateResult g = run_gated(expected, [&](JitRun& run) {
+      Tensor t = run_halide(call.op, call.inputs, call.attrs, v, &run);
+      if (job.inject_fault == "drop_tail" && run.kernel_calls > 0 && !t.bytes.empty()) {
+        // Tests only: a kernel that leaves its last element unwritten (what a schedule that drops
+        // the tail would do): the element keeps the gate's poison.
+        const std::size_t size = dtype_size(t.dtype);
+        for (std::size_t b = t.bytes.size() - size; b < t.bytes.size(); ++b) {
+          t.bytes[b] = static_cast<uint8_t>(~expected.bytes[b]);
+          run.output[b] = t.bytes[b];
+        }
+      }
+      return t;
+    });
+    if (g.kernel_calls == 0) {
+      ++reference_cases;
+      continue;
+    }
+    ++kernel_cases;
+    outputs += static_cast<int64_t>(expected.numel());
+    const int64_t diff = g.violation ? -1 : first_difference(expected, g.actual);
+    if (g.violation || diff >= 0 || g.actual.dtype != expected.dtype ||
+        g.actual.shape != expected.shape) {
+      passed = false;
+      nlohmann::json m = {
+          {"case", c.name}, {"shape", {c.m, c.n, c.k}}, {"data", data_kind_name(c.kind)}};
+      if (g.violation) {
+        m["violation"] = *g.violation;
+      } else if (diff >= 0) {
+        m["index"] = diff;
+        m["expected"] = element_text(expected, diff);
+        m["actual"] = element_text(g.actual, diff);
+      } else {
+        m["violation"] = "output dtype or shape differs from the reference's";
+      }
+      report["first_mismatch"] = m;
+      break;
+    }
+  }
+  report["cases"] = kernel_cases;
+  report["reference_cases"] = reference_cases;
+  report["outputs"] = outputs;
+  report["full"] = job.full_gate;
+  return passed;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  return v[static_cast<std::size_t>(std::lround(q * static_cast<double>(v.size() - 1)))];
+}
+
+bool stable(const std::vector<double>& s, const MeasureOptions& o) {
+  if (static_cast<int>(s.size()) < o.min_samples) return false;
+  const double med = median_of(s);
+  return med > 0 && (quantile(s, 0.75) - quantile(s, 0.25)) / med < o.spread;
+}
+
+// Bytes of the last-level cache (sysfs), or 32 MiB when unknown.
+int64_t last_level_cache_bytes() {
+  int64_t best = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    std::string text;
+    if (!(f >> text) || text.empty()) continue;
+    int64_t v = std::atoll(text.c_str());
+    if (text.back() == 'K') v <<= 10;
+    if (text.back() == 'M') v <<= 20;
+    best = std::max(best, v);
+  }
+  return best > 0 ? best : int64_t{32} << 20;
+}
+
+// Times the schedules interleaved (one sample of each in turn, so drift hits all alike), each on
+// its own rotation of input copies spanning more than the last-level cache (weights cold, as in
+// inference), until every median is stable or the bounds are reached.
+std::vector<std::vector<double>> measure(const KernelIdentity& id, const Job& job,
+                                         const std::vector<HalideVariant>& variants) {
+  const int64_t m = job.shape.at(0), n = job.shape.at(1), k = job.shape.at(2);
+  std::mt19937_64 rng(job.seed ^ 0x9E3779B97F4A7C15ull);
+  std::vector<OpCall> copies{make_call(id, m, n, k, DataKind::kRandom, rng)};
+  int64_t bytes = 0;
+  for (const auto& [name, t] : copies[0].inputs) bytes += static_cast<int64_t>(t.bytes.size());
+  const int64_t want =
+      std::min<int64_t>(64, (2 * last_level_cache_bytes()) / std::max<int64_t>(bytes, 1) + 1);
+  while (static_cast<int64_t>(copies.size()) < want) copies.push_back(copies[0]);
+  Tensor output = run_halide(copies[0].op, copies[0].inputs, copies[0].attrs, variants[0]);
+  auto call = [&](std::size_t vi, std::size_t ci) {
+    JitRun run;
+    run.output = output.bytes.data();
+    run.output_bytes = output.bytes.size();
+    const OpCall& c = copies[ci];
+    (void)run_halide(c.op, c.inputs, c.attrs, variants[vi], &run);
+  };
+  std::vector<std::vector<double>> samples(variants.size());
+  std::vector<std::size_t> next(variants.size(), 0);
+  // Warm-up: each schedule for a few calls and at least 20 ms.
+  for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < 3 || seconds_since(t0) < 0.02; ++i) call(vi, next[vi]++ % copies.size());
+  }
+  const auto start = Clock::now();
+  for (;;) {
+    bool done = true;
+    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+      auto& s = samples[vi];
+      if (stable(s, job.measure) || static_cast<int>(s.size()) >= job.measure.max_samples) continue;
+      done = false;
+      int calls = 0;
+      const auto t0 = Clock::now();
+      do {
+        call(vi, next[vi]++ % copies.size());
+        ++calls;
+      } while (seconds_since(t0) < job.measure.min_sample_s);
+      s.push_back(seconds_since(t0) / calls);
+    }
+    if (done) break;
+    const double budget = job.measure.max_time_s * static_cast<double>(variants.size());
+    if (seconds_since(start) > budget) {
+      bool enough = true;
+      for (const auto& s : samples) enough &= static_cast<int>(s.size()) >= 3;
+      if (enough) break;
+    }
+  }
+  return samples;
+}
+
+// Holds an exclusive lock on `path` while alive (the timer's turn).
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) {
+    if (path.empty()) return;
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0) {
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+nlohmann::json Job::to_json() const {
+  return {{"identity", identity},
+          {"target", target},
+          {"schedules", schedules},
+          {"bucket", bucket},
+          {"shape", shape},
+          {"full_gate", full_gate},
+          {"measure",
+           {{"min_sample_s", measure.min_sample_s},
+            {"min_samples", measure.min_samples},
+            {"max_samples", measure.max_samples},
+            {"max_time_s", measure.max_time_s},
+            {"spread", measure.spread},
+            {"threads", measure.threads}}},
+          {"measure_lock", measure_lock},
+          {"inject_fault", inject_fault},
+          {"seed", seed}};
+}
+
+Job Job::from_json(const nlohmann::json& j) {
+  Job job;
+  job.identity = j.at("identity").get<std::string>();
+  job.target = j.at("target").get<std::string>();
+  job.schedules = j.at("schedules").get<std::vector<nlohmann::json>>();
+  job.bucket = j.at("bucket").get<std::string>();
+  job.shape = j.at("shape").get<std::vector<int64_t>>();
+  job.full_gate = j.at("full_gate").get<bool>();
+  const auto& m = j.at("measure");
+  job.measure.min_sample_s = m.at("min_sample_s").get<double>();
+  job.measure.min_samples = m.at("min_samples").get<int>();
+  job.measure.max_samples = m.at("max_samples").get<int>();
+  job.measure.max_time_s = m.at("max_time_s").get<double>();
+  job.measure.spread = m.at("spread").get<double>();
+  job.measure.threads = m.at("threads").get<int>();
+  job.measure_lock = j.at("measure_lock").get<std::string>();
+  job.inject_fault = j.at("inject_fault").get<std::string>();
+  job.seed = j.at("seed").get<uint64_t>();
+  return job;
+}
+
+std::vector<Record> evaluate(const Job& job, const std::function<void(const std::string&)>& phase) {
+  const KernelIdentity id = parse_identity_spec(job.identity);
+  const schedules::TargetInfo info = schedules::target_info(resolve_target(job.target));
+  std::vector<Record> records;
+  std::vector<HalideVariant> passed;
+  std::vector<std::size_t> passed_index;
+  for (std::size_t i = 0; i < job.schedules.size(); ++i) {
+    Record r;
+    r.identity = job.identity;
+    r.bucket = job.bucket;
+    r.target = job.target;
+    r.schedule = job.schedules[i];
+    r.shape = job.shape;
+    HalideVariant v;
+    v.target = job.target;
+    schedules::Tile tile;
+    try {
+      v.schedule = job.schedules[i].get<schedules::Schedule>();
+      const KernelKey key = kernel_key(id, v);
+      tile = key.schedule.tile(info, accumulator_of(id));
+      phase("compile " + std::to_string(i));
+      try {
+        (void)jit::compile(key, job.target);
+      } catch (const std::exception& e) {
+        r.outcome = Outcome::kBuildFailed;
+        r.detail = e.what();
+        records.push_back(r);
+        continue;
+      }
+    } catch (const InvalidArgument& e) {
+      r.outcome = Outcome::kInvalid;
+      r.detail = e.what();
+      records.push_back(r);
+      continue;
+    }
+    phase("gate " + std::to_string(i));
+    try {
+      const bool ok = gate_schedule(id, job, v, tile, r.gate);
+      r.outcome = ok ? Outcome::kPassed : Outcome::kIncorrect;
+      if (!ok) r.detail = "the gate found an output that differs from the reference";
+    } catch (const std::exception& e) {
+      r.outcome = Outcome::kRunFailed;
+      r.detail = e.what();
+    }
+    if (r.outcome == Outcome::kPassed) {
+      passed.push_back(v);
+      passed_index.push_back(records.size());
+    }
+    records.push_back(r);
+  }
+  if (passed.empty()) return records;
+  phase("wait");
+  FileLock turn(job.measure_lock);
+  phase("measure");
+  try {
+    const auto samples = measure(id, job, passed);
+    const double ops = 2.0 * static_cast<double>(job.shape.at(0)) *
+                       static_cast<double>(job.shape.at(1)) * static_cast<double>(job.shape.at(2));
+    for (std::size_t p = 0; p < passed.size(); ++p) {
+      Record& r = records[passed_index[p]];
+      r.samples_s = samples[p];
+      const double med = median_of(samples[p]);
+      r.rate = med > 0 ? ops / med : 0;
+    }
+  } catch (const std::exception& e) {
+    for (std::size_t idx : passed_index) {
+      records[idx].outcome = Outcome::kRunFailed;
+      records[idx].detail = std::string("timing failed: ") + e.what();
+    }
+  }
+  return records;
+}
+
+int worker_main(const std::string& job_file) {
+  try {
+    std::ifstream in(job_file);
+    if (!in) {
+      std::cerr << "mmtune worker: cannot read " << job_file << "\n";
+      return 3;
+    }
+    const Job job = Job::from_json(nlohmann::json::parse(in));
+    auto say = [](const std::string& p) { std::cout << "phase " << p << std::endl; };
+    const std::vector<Record> records = evaluate(job, say);
+    nlohmann::json out = nlohmann::json::array();
+    for (const Record& r : records) out.push_back(r.to_json());
+    std::cout << "result " << out.dump() << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "mmtune worker: " << e.what() << "\n";
+    return 3;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pool.
+
+struct WorkerPool::Child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  std::string job_file;
+  Job job;
+  std::string buffer;  // stdout so far
+  std::string phase = "start";
+  Clock::time_point phase_start = Clock::now();
+  Clock::time_point started = Clock::now();
+  bool timed_out = false;
+};
+
+WorkerPool::WorkerPool(std::string exe, std::string scratch_dir, int parallel, double timeout_s)
+    : exe_(std::move(exe)),
+      scratch_(std::move(scratch_dir)),
+      parallel_(std::max(1, parallel)),
+      timeout_s_(timeout_s) {}
+
+WorkerPool::~WorkerPool() { kill_all(); }
+
+bool WorkerPool::full() const { return static_cast<int>(children_.size()) >= parallel_; }
+bool WorkerPool::idle() const { return children_.empty(); }
+std::size_t WorkerPool::running() const { return children_.size(); }
+
+void WorkerPool::submit(const Job& job) {
+  auto* c = new Child;
+  c->job = job;
+  c->job_file =
+      scratch_ + "/job-" + std::to_string(::getpid()) + "-" + std::to_string(next_id_++) + ".json";
+  {
+    std::ofstream f(c->job_file);
+    f << job.to_json().dump();
+    if (!f) {
+      const std::string file = c->job_file;
+      delete c;
+      invalid("autotune", "cannot write the job file '", file, "'");
+    }
+  }
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    delete c;
+    invalid("autotune", "cannot create a pipe for a worker: ", std::strerror(errno));
+  }
+  const std::string threads = std::to_string(job.measure.threads);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    delete c;
+    invalid("autotune", "cannot start a worker: ", std::strerror(errno));
+  }
+  if (pid == 0) {
+    // The child: stdout to the pipe, a process group of its own (Ctrl-C goes to the parent, which
+    // decides), the thread count in the environment before Halide's runtime starts.
+    ::setpgid(0, 0);
+    ::dup2(pipe_fds[1], 1);
+    ::setenv("HL_NUM_THREADS", threads.c_str(), 1);
+    const char* argv[] = {exe_.c_str(), "__tune-worker", c->job_file.c_str(), nullptr};
+    ::execv(exe_.c_str(), const_cast<char* const*>(argv));
+    std::_Exit(127);
+  }
+  ::close(pipe_fds[1]);
+  (void)::fcntl(pipe_fds[0], F_SETFL, ::fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
+  c->pid = pid;
+  c->out_fd = pipe_fds[0];
+  children_.push_back(c);
+}
+
+std::vector<Record> WorkerPool::collect(double wait_s) {
+  std::vector<Record> done;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(wait_s);
+  for (;;) {
+    std::vector<pollfd> fds;
+    for (Child* c : children_) fds.push_back({c->out_fd, POLLIN, 0});
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    const int ms = static_cast<int>(std::clamp(left, 0.0, 0.2) * 1000);
+    if (!fds.empty()) {
+      (void)::poll(fds.data(), fds.size(), ms);
+    } else if (ms > 0) {
+      ::usleep(static_cast<useconds_t>(ms) * 1000);
+    }
+    for (std::size_t i = 0; i < children_.size();) {
+      Child* c = children_[i];
+      bool eof = false;
+      char buf[4096];
+      for (;;) {
+        const ssize_t n = ::read(c->out_fd, buf, sizeof buf);
+        if (n > 0) {
+          c->buffer.append(buf, static_cast<std::size_t>(n));
+          if (n < static_cast<ssize_t>(sizeof buf)) break;
+          continue;
+        }
+        if (n == 0) eof = true;
+        break;
+      }
+      // Phase lines.
+      std::size_t nl;
+      std::string result_line;
+      std::size_t pos = 0;
+      while ((nl = c->buffer.find('\n', pos)) != std::string::npos) {
+        const std::string line = c->buffer.substr(pos, nl - pos);
+        if (line.rfind("phase ", 0) == 0 && line.substr(6) != c->phase) {
+          c->phase = line.substr(6);
+          c->phase_start = Clock::now();
+        }
+        pos = nl + 1;
+      }
+      // Timeouts: compile and gate work; the wait for the timer and timing are bounded by the
+      // measure options (a generous multiple of them here).
+      const bool timing = c->phase == "wait" || c->phase == "measure";
+      const double limit =
+          timing ? 10.0 * c->job.measure.max_time_s * static_cast<double>(c->job.schedules.size()) +
+                       600.0
+                 : timeout_s_;
+      if (!eof && !c->timed_out && seconds_since(c->phase_start) > limit) {
+        ::kill(-c->pid, SIGKILL);
+        ::kill(c->pid, SIGKILL);
+        c->timed_out = true;
+      }
+      if (!eof) {
+        ++i;
+        continue;
+      }
+      int status = 0;
+      while (::waitpid(c->pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      ::close(c->out_fd);
+      std::remove(c->job_file.c_str());
+      // The result line, if the child got that far.
+      const std::size_t at = c->buffer.rfind("result ");
+      bool parsed = false;
+      if (at != std::string::npos && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        const std::size_t end = c->buffer.find('\n', at);
+        const nlohmann::json j =
+            nlohmann::json::parse(c->buffer.substr(at + 7, end - at - 7), nullptr, false);
+        if (j.is_array()) {
+          for (const auto& x : j) done.push_back(Record::from_json(x));
+          parsed = true;
+        }
+      }
+      if (!parsed) {
+        std::ostringstream why;
+        Outcome o = Outcome::kRunFailed;
+        if (c->timed_out) {
+          o = Outcome::kTimeout;
+          why << "killed after " << timeout_s_ << " s in phase '" << c->phase << "'";
+        } else {
+          if (c->phase.rfind("compile", 0) == 0 || c->phase == "start") o = Outcome::kBuildFailed;
+          if (WIFSIGNALED(status)) {
+            why << "the worker died of signal " << WTERMSIG(status) << " ("
+                << strsignal(WTERMSIG(status)) << ") in phase '" << c->phase << "'";
+          } else {
+            why << "the worker exited with status " << WEXITSTATUS(status) << " in phase '"
+                << c->phase << "'";
+          }
+        }
+        // The schedule in progress takes the blame; the others were not reached.
+        for (std::size_t s = 0; s < c->job.schedules.size(); ++s) {
+          Record r;
+          r.identity = c->job.identity;
+          r.bucket = c->job.bucket;
+          r.target = c->job.target;
+          r.schedule = c->job.schedules[s];
+          r.shape = c->job.shape;
+          r.outcome = o;
+          r.detail = why.str();
+          done.push_back(r);
+        }
+      }
+      delete c;
+      children_.erase(children_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    if (!done.empty() || Clock::now() >= deadline || children_.empty()) break;
+  }
+  return done;
+}
+
+void WorkerPool::kill_all() {
+  for (Child* c : children_) {
+    ::kill(-c->pid, SIGKILL);
+    ::kill(c->pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(c->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::close(c->out_fd);
+    std::remove(c->job_file.c_str());
+    delete c;
+  }
+  children_.clear();
+}
+
+}  // namespace mmtune::tune

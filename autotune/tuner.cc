@@ -1,0 +1,438 @@
+// The tuning loop: units of (identity, bucket), shards, budget, workers, database, progress.
+#include "autotune/tuner.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "Halide.h"
+#include "autotune/kernel_key.h"
+#include "autotune/kernel_naming.h"
+#include "autotune/tune_buckets.h"
+#include "autotune/tune_inputs.h"
+#include "autotune/tune_report.h"
+#include "autotune/tune_search.h"
+#include "reference/error.h"
+#include "runtime/host/cpu_features.h"
+
+#ifndef MMTUNE_GIT_COMMIT
+#define MMTUNE_GIT_COMMIT "unknown"
+#endif
+
+namespace mmtune::tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<int> g_interrupts{0};
+extern "C" void on_interrupt(int) { g_interrupts.fetch_add(1); }
+
+// Installs the Ctrl-C handler for the run's lifetime: the first Ctrl-C stops new work and lets the
+// in-flight candidates finish into the database; the second kills them.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupts = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~InterruptGuard() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string cpuinfo_field(const std::string& field) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field, 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "";
+}
+
+uint64_t mix(uint64_t seed, const std::string& text) {
+  uint64_t h = seed ^ 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string rate_text(double rate) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(rate >= 1e11 ? 0 : 1) << rate / 1e9 << " G/s";
+  return os.str();
+}
+
+// Progress: one live line on a terminal, a plain line every 10 s otherwise, nothing when quiet.
+class Progress {
+ public:
+  explicit Progress(bool quiet) : quiet_(quiet), tty_(::isatty(2) != 0) {}
+  void update(const std::string& text, bool force = false) {
+    if (quiet_) return;
+    const auto now = Clock::now();
+    if (tty_) {
+      std::cerr << "\r\033[K" << text << std::flush;
+      shown_ = true;
+    } else if (force || now - last_ > std::chrono::seconds(10)) {
+      std::cerr << text << "\n";
+      last_ = now;
+    }
+  }
+  void line(const std::string& text) {
+    if (quiet_) return;
+    if (tty_ && shown_) std::cerr << "\r\033[K";
+    std::cerr << text << "\n";
+    shown_ = false;
+  }
+
+ private:
+  bool quiet_, tty_, shown_ = false;
+  Clock::time_point last_{};
+};
+
+struct Unit {
+  std::string identity;  // canonical spec
+  KernelIdentity id;
+  Bucket bucket;
+};
+
+}  // namespace
+
+nlohmann::json provenance(int threads) {
+  nlohmann::json p;
+  p["cpu"] = cpuinfo_field("model name");
+  std::istringstream flags(cpuinfo_field("flags"));
+  std::vector<std::string> kept;
+  static const std::set<std::string> relevant = {
+      "sse4_1",   "avx",         "avx2",        "fma",      "f16c",        "avx512f",  "avx512bw",
+      "avx512vl", "avx512_vnni", "avx512_bf16", "avx_vnni", "avx512_fp16", "amx_int8", "amx_bf16"};
+  for (std::string f; flags >> f;) {
+    if (relevant.count(f)) kept.push_back(f);
+  }
+  p["cpu_flags"] = kept;
+  p["cores"] = ::sysconf(_SC_NPROCESSORS_ONLN);
+  p["halide"] = std::to_string(HALIDE_VERSION_MAJOR) + "." + std::to_string(HALIDE_VERSION_MINOR) +
+                "." + std::to_string(HALIDE_VERSION_PATCH);
+  p["mmtune"] = MMTUNE_GIT_COMMIT;
+#if defined(__clang__)
+  p["compiler"] = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  p["compiler"] = std::string("gcc ") + __VERSION__;
+#endif
+  p["date"] = utc_now();
+  double load[3] = {0, 0, 0};
+  if (::getloadavg(load, 3) == 3) p["load_average"] = {load[0], load[1], load[2]};
+  p["threads"] = threads;
+  return p;
+}
+
+void write_json_atomically(const nlohmann::json& j, const std::string& path) {
+  write_text_atomically(j.dump(2) + "\n", path);
+}
+
+void write_text_atomically(const std::string& text, const std::string& path) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  if (!p.parent_path().empty()) std::filesystem::create_directories(p.parent_path(), ec);
+  if (ec) invalid("autotune", "cannot create the folder of '", path, "': ", ec.message());
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      invalid("autotune", "cannot write '", tmp, "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    invalid("autotune", "cannot rename onto '", path, "'");
+  }
+}
+
+nlohmann::json tuned_database(const std::vector<Record>& records, const std::string& target) {
+  std::vector<Record> mine;
+  for (const Record& r : records) {
+    if (r.target == target) mine.push_back(r);
+  }
+  const auto best = best_records(mine);
+  // Baseline per bucket: the template default's search record, to state the gain.
+  nlohmann::json kernels = nlohmann::json::array();
+  std::map<std::string, std::size_t> by_name;  // kernel name -> index in `kernels`
+  const schedules::TargetInfo info = schedules::target_info(target);
+  for (const auto& [group, w] : best) {
+    const Record& r = *w.record;
+    const KernelIdentity id = parse_identity_spec(r.identity);
+    const auto schedule = r.schedule.get<schedules::Schedule>();
+    const std::string name = kernel_name(id.op, id.params, schedule.generator_params(), target);
+    const Bucket bucket = [&] {
+      // The bucket's bounds from its name's shape (every record carries the shape measured).
+      return bucket_of(r.shape.at(0), r.shape.at(1), r.shape.at(2));
+    }();
+    std::ostringstream prov;
+    const nlohmann::json& p = r.provenance;
+    prov << "tuned by mmtune autotune " << p.value("date", "") << " on " << p.value("cpu", "?")
+         << " (" << p.value("cores", 0) << " cores), Halide " << p.value("halide", "?")
+         << ", mmtune " << p.value("mmtune", "?") << ", " << p.value("threads", 1)
+         << " thread(s): bucket " << r.bucket << " at " << r.shape.at(0) << "x" << r.shape.at(1)
+         << "x" << r.shape.at(2) << " " << rate_text(r.rate) << " (" << w.passed << " of "
+         << w.candidates << " candidates passed the gate)";
+    if (auto it = by_name.find(name); it != by_name.end()) {
+      nlohmann::json& k = kernels[it->second];
+      if (!k["bucket"].is_array()) k["bucket"] = nlohmann::json::array({k["bucket"]});
+      k["bucket"].push_back(bucket.bounds_json());
+      k["provenance"] = k["provenance"].get<std::string>() + "; " + prov.str();
+      continue;
+    }
+    by_name[name] = kernels.size();
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [key, v] : id.params) params[key] = v;
+    kernels.push_back({{"name", name},
+                       {"op", id.op},
+                       {"generator", id.generator},
+                       {"params", params},
+                       {"schedule", r.schedule},
+                       {"bucket", bucket.bounds_json()},
+                       {"provenance", prov.str()}});
+  }
+  (void)info;
+  return {{"target", target},
+          {"note",
+           "Written by `mmtune autotune` (or `mmtune emit`) from its tuning database: per kernel "
+           "identity and shape bucket, the fastest schedule that passed the bit-for-bit gate; "
+           "names per docs/naming.md."},
+          {"kernels", kernels}};
+}
+
+TuneSummary autotune(const TuneOptions& o) {
+  if (o.ops.empty()) invalid("autotune", "no --op given");
+  if (o.shapes.empty()) invalid("autotune", "no shapes given");
+  if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
+    invalid("autotune", "--shard ", o.shard_index, "/", o.shard_count,
+            " is not I/N with 0 <= I < N");
+  }
+  if (o.jobs < 1) invalid("autotune", "--jobs ", o.jobs, " must be at least 1");
+  if (o.max_candidates < 1)
+    invalid("autotune", "--max-candidates ", o.max_candidates, " must be at least 1");
+  if (o.strategy != "random" && o.strategy != "evolutionary") {
+    invalid("autotune", "--strategy '", o.strategy, "' is not random or evolutionary");
+  }
+  const std::string target = resolve_target(o.target);
+  // Candidates are timed here: a target this CPU cannot run is for a machine that has it (cross
+  // targets are tuned on their own hardware).
+  if (auto why = cpu_cannot_run(target)) {
+    invalid("autotune", "--target ", target, " cannot run on this machine (", *why,
+            "); tune on a machine that has it");
+  }
+  const schedules::TargetInfo info = schedules::target_info(target);
+  (void)schedules::default_template(info);  // InvalidArgument when no template schedules it
+
+  // Units: identities x buckets, in a fixed order; this shard's are every shard_count-th.
+  std::vector<Unit> all_units;
+  const std::vector<Bucket> buckets = make_buckets(o.shapes);
+  for (const std::string& spec : o.ops) {
+    const KernelIdentity id = parse_identity_spec(spec);
+    const std::string canonical = identity_spec(id);
+    for (const Bucket& b : buckets) all_units.push_back({canonical, id, b});
+  }
+  std::vector<Unit> units;
+  for (std::size_t i = 0; i < all_units.size(); ++i) {
+    if (static_cast<int>(i % static_cast<std::size_t>(o.shard_count)) == o.shard_index)
+      units.push_back(all_units[i]);
+  }
+
+  Database db = Database::open(o.db, /*writable=*/true);
+  Progress progress(o.quiet);
+  for (const std::string& w : db.warnings()) progress.line("mmtune autotune: warning: " + w);
+  const nlohmann::json prov = provenance(o.measure.threads);
+  const std::string scratch = o.out + "/.work";
+  std::filesystem::create_directories(scratch);
+  WorkerPool pool(o.exe, scratch, o.jobs, o.timeout_s);
+  InterruptGuard guard;
+
+  TuneSummary summary;
+  summary.units = static_cast<int>(units.size());
+  const auto run_start = Clock::now();
+  std::map<std::string, int> outcome_counts;
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - run_start).count(); };
+
+  auto records_of = [&](const Unit& u, bool final_stage) {
+    std::vector<const Record*> rs;
+    for (const Record& r : db.records()) {
+      if (r.identity == u.identity && r.target == target && r.bucket == u.bucket.name &&
+          (r.extra.value("stage", "") == "final") == final_stage) {
+        rs.push_back(&r);
+      }
+    }
+    return rs;
+  };
+  auto store = [&](Record r, const std::string& strategy, const std::string& stage) {
+    r.provenance = prov;
+    r.extra["strategy"] = strategy;
+    r.extra["seed"] = o.seed;
+    r.extra["elapsed_s"] = elapsed();
+    r.extra["time"] = utc_now();
+    if (!stage.empty()) r.extra["stage"] = stage;
+    if (db.contains(r.key())) return;  // a duplicate of a crashed job's sibling: kept once
+    db.append(r);
+    ++summary.new_records;
+    ++outcome_counts[outcome_name(r.outcome)];
+  };
+
+  for (std::size_t ui = 0; ui < units.size() && g_interrupts == 0; ++ui) {
+    const Unit& u = units[ui];
+    const NamedShape shape = u.bucket.representative();
+    const schedules::Accumulator acc = accumulator_of(u.id);
+    Strategy strategy(o.strategy, info, acc,
+                      mix(o.seed, u.identity + "|" + u.bucket.name + "|" + o.strategy));
+    std::vector<const Record*> existing = records_of(u, false);
+    for (const Record* r : existing) strategy.mark_seen(r->schedule);
+    summary.resumed += static_cast<int>(existing.size());
+    // Seeds: the best schedules of the same identity's other buckets.
+    std::vector<schedules::Schedule> seeds;
+    {
+      std::vector<Record> same;
+      for (const Record& r : db.records()) {
+        if (r.identity == u.identity && r.target == target && r.bucket != u.bucket.name)
+          same.push_back(r);
+      }
+      for (const auto& [g, w] : best_records(same)) {
+        try {
+          seeds.push_back(w.record->schedule.get<schedules::Schedule>());
+        } catch (const std::exception&) {
+        }
+      }
+    }
+    const double remaining_budget = o.budget_s > 0 ? o.budget_s - elapsed() : 0;
+    const double unit_deadline =
+        o.budget_s > 0 ? elapsed() + remaining_budget / double(units.size() - ui) : 1e300;
+    int tried = static_cast<int>(existing.size());
+    auto make_job = [&](std::vector<nlohmann::json> schedules_json, bool full) {
+      Job job;
+      job.identity = u.identity;
+      job.target = target;
+      job.schedules = std::move(schedules_json);
+      job.bucket = u.bucket.name;
+      job.shape = {shape.m, shape.n, shape.k};
+      job.full_gate = full;
+      job.measure = o.measure;
+      job.measure_lock = scratch + "/measure.lock";
+      job.inject_fault = o.inject_fault;
+      job.seed = mix(o.seed, u.identity + u.bucket.name);
+      return job;
+    };
+    auto status = [&] {
+      double best_rate = 0;
+      for (const Record* r : records_of(u, false)) best_rate = std::max(best_rate, r->rate);
+      std::ostringstream os;
+      os << "[" << (ui + 1) << "/" << units.size() << "] " << u.identity << " " << u.bucket.name
+         << ": " << tried << "/" << o.max_candidates << " candidates";
+      for (const auto& [name, n] : outcome_counts) os << " " << name << "=" << n;
+      os << ", best " << rate_text(best_rate) << ", " << static_cast<int>(elapsed()) << " s";
+      if (o.budget_s > 0)
+        os << ", ETA " << static_cast<int>(std::max(0.0, o.budget_s - elapsed())) << " s";
+      return os.str();
+    };
+    progress.line("mmtune autotune: " + u.identity + " bucket " + u.bucket.name + " (" +
+                  std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +
+                  std::to_string(shape.k) + ", " + std::to_string(existing.size()) +
+                  " candidates in the database)");
+    bool exhausted = false;
+    while (g_interrupts == 0) {
+      while (!pool.full() && !exhausted && tried < o.max_candidates && elapsed() < unit_deadline &&
+             g_interrupts == 0) {
+        const std::vector<schedules::Schedule> next = strategy.next(1, records_of(u, false), seeds);
+        if (next.empty()) {
+          exhausted = true;
+          break;
+        }
+        pool.submit(make_job({nlohmann::json(next[0])}, false));
+        ++tried;
+      }
+      if (pool.idle()) break;
+      for (Record& r : pool.collect(0.5)) store(r, o.strategy, "");
+      progress.update(status());
+    }
+    // Ctrl-C: the in-flight candidates finish into the database (a second Ctrl-C kills them).
+    while (!pool.idle()) {
+      if (g_interrupts >= 2) {
+        pool.kill_all();
+        break;
+      }
+      for (Record& r : pool.collect(0.5)) store(r, o.strategy, "");
+    }
+    if (g_interrupts > 0) break;
+    // Finalists: the best few, fully gated and re-measured interleaved in one worker.
+    if (o.finalists > 0 && records_of(u, true).empty()) {
+      std::vector<const Record*> passed;
+      for (const Record* r : records_of(u, false)) {
+        if (r->outcome == Outcome::kPassed && r->rate > 0) passed.push_back(r);
+      }
+      std::sort(passed.begin(), passed.end(),
+                [](const Record* a, const Record* b) { return a->rate > b->rate; });
+      if (static_cast<int>(passed.size()) > o.finalists) passed.resize(o.finalists);
+      if (!passed.empty()) {
+        std::vector<nlohmann::json> finalists;
+        for (const Record* r : passed) finalists.push_back(r->schedule);
+        pool.submit(make_job(finalists, true));
+        while (!pool.idle()) {
+          if (g_interrupts >= 2) {
+            pool.kill_all();
+            break;
+          }
+          for (Record& r : pool.collect(0.5)) store(r, o.strategy, "final");
+        }
+      }
+    }
+    progress.line(status());
+  }
+  summary.interrupted = g_interrupts > 0;
+  if (o.emit && !summary.interrupted) {
+    summary.tuned = o.out + "/tuned/" + target + ".json";
+    write_json_atomically(tuned_database(db.records(), target), summary.tuned);
+  }
+  if (o.emit) {
+    summary.report = o.out + "/report.html";
+    write_text_atomically(render_report(db.records(), target), summary.report);
+  }
+  return summary;
+}
+
+}  // namespace mmtune::tune

@@ -1,0 +1,62 @@
+// `mmtune autotune`: for each kernel identity and shape bucket, a search over the schedule
+// template's space in which every candidate is compiled in a worker process, gated bit for bit
+// against the reference, and timed; every outcome is a database record, so a run can stop at any
+// moment and resume; the winners become the tuned database the build consumes.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "autotune/shape_list.h"
+#include "autotune/tune_worker.h"
+#include "autotune/tuning_db.h"
+
+namespace mmtune::tune {
+
+struct TuneOptions {
+  std::vector<std::string> ops;    // identity specs (autotune/tune_inputs.h)
+  std::vector<NamedShape> shapes;  // the shape list; buckets derive from it
+  std::string target = "host";     // Halide target (resolved by the tuner)
+  double budget_s = 0;             // whole run; 0: no time limit (max_candidates bounds it)
+  int max_candidates = 12;         // per (identity, bucket), finalists excluded
+  int jobs = 1;                    // workers compiling and gating at once
+  double timeout_s = 180;          // per compile-and-gate
+  int finalists = 3;               // re-measured interleaved, fully gated
+  std::string db;                  // the database (JSON Lines)
+  std::string out;                 // tuned/<target>.json and report go here
+  uint64_t seed = 1;
+  int shard_index = 0, shard_count = 1;
+  std::string strategy = "evolutionary";
+  bool quiet = false;
+  bool emit = true;          // write tuned/<target>.json at the end
+  std::string exe;           // this program (workers are its children)
+  std::string inject_fault;  // tests only (tune_worker.h)
+  MeasureOptions measure;
+};
+
+struct TuneSummary {
+  int units = 0;        // (identity, bucket) pairs of this shard
+  int new_records = 0;  // written by this run
+  int resumed = 0;      // found in the database, not measured again
+  bool interrupted = false;
+  std::string tuned;   // path of the tuned database written, if any
+  std::string report;  // path of report.html, if written
+};
+
+TuneSummary autotune(const TuneOptions& o);
+
+// This run's provenance: CPU model and flags, Halide version, mmtune commit, compiler, date, load
+// average, threads.
+nlohmann::json provenance(int threads);
+
+// The tuned database of `target` from the winners in `records` (final re-measurements preferred):
+// one kernel per winning schedule, serving every bucket it won; names per docs/naming.md.
+nlohmann::json tuned_database(const std::vector<Record>& records, const std::string& target);
+
+// Writes `j` to `path` (pretty, 2 spaces) whole or not at all.
+void write_json_atomically(const nlohmann::json& j, const std::string& path);
+void write_text_atomically(const std::string& text, const std::string& path);
+
+}  // namespace mmtune::tune

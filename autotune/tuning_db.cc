@@ -1,0 +1,271 @@
+// The tuning database: JSON Lines, fsynced appends, a writer lock, torn-line recovery.
+#include "autotune/tuning_db.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "reference/error.h"
+
+namespace mmtune::tune {
+namespace {
+
+constexpr const char* kOutcomes[] = {"passed",     "incorrect", "build_failed",
+                                     "run_failed", "timeout",   "invalid"};
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Writes all of `text` to `fd`, retrying short writes.
+bool write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::string read_whole(const std::string& path, int fd) {
+  std::string text;
+  if (fd >= 0) {
+    char buf[1 << 16];
+    if (::lseek(fd, 0, SEEK_SET) < 0) invalid("database", path, ": cannot seek: ", errno_text());
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) invalid("database", path, ": cannot read: ", errno_text());
+      if (n == 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+    }
+    return text;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) invalid("database", "cannot open '", path, "' for reading");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+const nlohmann::json& require(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) invalid("database record", "has no '", key, "' key");
+  return *it;
+}
+
+template <class T>
+T typed(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& v = require(j, key);
+  try {
+    return v.get<T>();
+  } catch (const nlohmann::json::exception&) {
+    invalid("database record", "'", key, "' has the wrong type: ", v.dump());
+  }
+}
+
+}  // namespace
+
+const char* outcome_name(Outcome o) { return kOutcomes[static_cast<int>(o)]; }
+
+Outcome parse_outcome(const std::string& text) {
+  for (int i = 0; i < 6; ++i) {
+    if (text == kOutcomes[i]) return static_cast<Outcome>(i);
+  }
+  invalid("database record", "outcome '", text,
+          "' is not passed, incorrect, build_failed, run_failed, timeout or invalid");
+}
+
+std::string Record::key() const {
+  std::string k = identity + "|" + target + "|" + bucket + "|" + schedule.dump();
+  if (extra.contains("stage")) k += "|" + extra["stage"].dump();
+  return k;
+}
+
+nlohmann::json Record::to_json() const {
+  nlohmann::json j = extra.is_object() ? extra : nlohmann::json::object();
+  j["identity"] = identity;
+  j["bucket"] = bucket;
+  j["target"] = target;
+  j["schedule"] = schedule;
+  j["shape"] = shape;
+  j["outcome"] = outcome_name(outcome);
+  j["samples_s"] = samples_s;
+  j["rate"] = rate;
+  j["gate"] = gate.is_null() ? nlohmann::json::object() : gate;
+  j["provenance"] = provenance.is_null() ? nlohmann::json::object() : provenance;
+  if (!detail.empty()) j["detail"] = detail;
+  return j;
+}
+
+Record Record::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) invalid("database record", "is not a JSON object: ", j.dump());
+  Record r;
+  r.identity = typed<std::string>(j, "identity");
+  r.bucket = typed<std::string>(j, "bucket");
+  r.target = typed<std::string>(j, "target");
+  r.schedule = require(j, "schedule");
+  r.shape = typed<std::vector<int64_t>>(j, "shape");
+  r.outcome = parse_outcome(typed<std::string>(j, "outcome"));
+  r.samples_s = typed<std::vector<double>>(j, "samples_s");
+  r.rate = typed<double>(j, "rate");
+  r.gate = require(j, "gate");
+  r.provenance = require(j, "provenance");
+  if (j.contains("detail")) r.detail = typed<std::string>(j, "detail");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    static const std::set<std::string> known = {"identity", "bucket",     "target",    "schedule",
+                                                "shape",    "outcome",    "samples_s", "rate",
+                                                "gate",     "provenance", "detail"};
+    if (!known.count(it.key())) r.extra[it.key()] = it.value();
+  }
+  return r;
+}
+
+Database Database::open(const std::string& path, bool writable) {
+  Database db;
+  db.path_ = path;
+  if (writable) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) invalid("database", "cannot create the folder of '", path, "': ", ec.message());
+    db.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (db.fd_ < 0) invalid("database", "cannot open '", path, "' for writing: ", errno_text());
+    if (::flock(db.fd_, LOCK_EX | LOCK_NB) != 0) {
+      const std::string why = errno == EWOULDBLOCK
+                                  ? "another process is writing it (one writer per database; "
+                                    "give each shard its own --db)"
+                                  : errno_text();
+      ::close(db.fd_);
+      db.fd_ = -1;
+      invalid("database", "cannot lock '", path, "': ", why);
+    }
+  }
+  const std::string text = read_whole(path, db.fd_);
+  std::size_t pos = 0, good_end = 0;
+  int line_no = 0;
+  while (pos < text.size()) {
+    ++line_no;
+    const std::size_t nl = text.find('\n', pos);
+    const bool complete = nl != std::string::npos;
+    const std::string line = text.substr(pos, complete ? nl - pos : std::string::npos);
+    const std::size_t next = complete ? nl + 1 : text.size();
+    const bool last = next >= text.size();
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!complete || j.is_discarded() || !j.is_object()) {
+      if (!last) {
+        invalid("database", path, ":", line_no, ": not a JSON object (", line.substr(0, 80),
+                "...); only a database's last line may be torn");
+      }
+      std::ostringstream os;
+      os << path << ":" << line_no << ": torn last line (" << line.size()
+         << " bytes, an interrupted write) dropped";
+      db.warnings_.push_back(os.str());
+      break;
+    }
+    Record r;
+    try {
+      r = Record::from_json(j);
+    } catch (const InvalidArgument& e) {
+      invalid("database", path, ":", line_no, ": ", e.what());
+    }
+    if (db.keys_.insert(r.key()).second) db.records_.push_back(std::move(r));
+    pos = next;
+    good_end = next;
+  }
+  if (writable && good_end < text.size()) {
+    if (::ftruncate(db.fd_, static_cast<off_t>(good_end)) != 0 || ::fsync(db.fd_) != 0) {
+      invalid("database", "cannot cut the torn last line off '", path, "': ", errno_text());
+    }
+  }
+  return db;
+}
+
+Database::Database(Database&& o) noexcept
+    : path_(std::move(o.path_)),
+      fd_(std::exchange(o.fd_, -1)),
+      records_(std::move(o.records_)),
+      keys_(std::move(o.keys_)),
+      warnings_(std::move(o.warnings_)) {}
+
+Database::~Database() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
+
+void Database::append(const Record& r) {
+  MMTUNE_CHECK(fd_ >= 0, "database " << path_ << " was opened read-only");
+  const std::string key = r.key();
+  MMTUNE_CHECK(!keys_.count(key), "database " << path_ << " already holds " << key);
+  const std::string line = r.to_json().dump() + "\n";
+  if (!write_all(fd_, line) || ::fsync(fd_) != 0) {
+    invalid("database", "cannot append to '", path_, "': ", errno_text());
+  }
+  keys_.insert(key);
+  records_.push_back(r);
+}
+
+std::size_t merge_databases(const std::vector<std::string>& inputs, const std::string& output,
+                            std::vector<std::string>* warnings) {
+  std::vector<Record> all;
+  std::set<std::string> keys;
+  for (const std::string& in : inputs) {
+    Database db = Database::open(in, /*writable=*/false);
+    if (warnings) warnings->insert(warnings->end(), db.warnings().begin(), db.warnings().end());
+    for (const Record& r : db.records()) {
+      if (keys.insert(r.key()).second) all.push_back(r);
+    }
+  }
+  const std::filesystem::path out(output);
+  std::error_code ec;
+  if (!out.parent_path().empty()) std::filesystem::create_directories(out.parent_path(), ec);
+  const std::string tmp = output + ".tmp." + std::to_string(::getpid());
+  {
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) invalid("db merge", "cannot write '", tmp, "': ", errno_text());
+    std::string text;
+    for (const Record& r : all) text += r.to_json().dump() + "\n";
+    const bool ok = write_all(fd, text) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) {
+      std::remove(tmp.c_str());
+      invalid("db merge", "cannot write '", tmp, "': ", errno_text());
+    }
+  }
+  if (std::rename(tmp.c_str(), output.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    invalid("db merge", "cannot rename the merged database onto '", output, "': ", errno_text());
+  }
+  return all.size();
+}
+
+std::map<std::string, Winner> best_records(const std::vector<Record>& records) {
+  std::map<std::string, Winner> best;
+  for (const Record& r : records) {
+    const std::string group = r.identity + "|" + r.target + "|" + r.bucket;
+    Winner& w = best.try_emplace(group, Winner{nullptr}).first->second;
+    ++w.candidates;
+    if (r.outcome != Outcome::kPassed) continue;
+    ++w.passed;
+    // A finalist's interleaved re-measurement outranks every search record of its bucket.
+    const auto final_stage = [](const Record* x) { return x->extra.value("stage", "") == "final"; };
+    if (!w.record || final_stage(&r) > final_stage(w.record) ||
+        (final_stage(&r) == final_stage(w.record) && r.rate > w.record->rate)) {
+      w.record = &r;
+    }
+  }
+  for (auto it = best.begin(); it != best.end();) {
+    it = it->second.record ? std::next(it) : best.erase(it);
+  }
+  return best;
+}
+
+}  // namespace mmtune::tune

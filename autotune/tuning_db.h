@@ -1,0 +1,101 @@
+// The tuning database: append-only JSON Lines, one object per candidate the tuner tried, whatever
+// became of it (failures are data). Each record is flushed and fsynced as it is written; an
+// exclusive lock keeps a second writer out; a torn last line (a crash mid-write) is detected,
+// reported and dropped when the file is opened. `mmtune db merge` unions databases written by
+// independent shards; `mmtune db best` and `mmtune emit` read the winners from one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mmtune::tune {
+
+// What became of a candidate.
+enum class Outcome {
+  kPassed,       // the gate found every output bit-exact; measured
+  kIncorrect,    // the gate found a wrong output (or a write outside it); never chosen
+  kBuildFailed,  // the compile failed or its worker died while compiling
+  kRunFailed,    // the kernel failed or its worker died while running
+  kTimeout,      // its worker exceeded the time allowed and was killed
+  kInvalid,      // the schedule does not fit the target or the sum (never compiled)
+};
+const char* outcome_name(Outcome o);
+// InvalidArgument naming the text for anything but the six names above.
+Outcome parse_outcome(const std::string& text);
+
+// One candidate's record. Known keys are typed; the JSON object keeps every key, so records written
+// by newer versions survive a merge.
+struct Record {
+  std::string identity;  // kernel identity spec, "Gemm:float32:contract=fma"
+  std::string bucket;    // shape bucket, "m9-64.n257-2048.k257-2048"
+  std::string target;    // Halide target string
+  nlohmann::json schedule;
+  std::vector<int64_t> shape;  // M, N, K it was measured on
+  Outcome outcome = Outcome::kInvalid;
+  std::vector<double> samples_s;  // seconds per call, every sample
+  double rate = 0;                // 2*M*N*K / median seconds (0 unless passed)
+  nlohmann::json gate;            // cases and outputs compared, first mismatch
+  nlohmann::json provenance;      // CPU, Halide, mmtune, compiler, date, load average
+  std::string detail;             // why it failed, in a sentence
+  nlohmann::json extra = nlohmann::json::object();  // any other key
+
+  // The candidate's key: identity, target, bucket, schedule and stage (extra "stage": "final" for
+  // a finalist's re-measurement). A database holds each key once (a resumed run never measures a
+  // candidate twice).
+  std::string key() const;
+  nlohmann::json to_json() const;
+  // InvalidArgument naming the missing or mistyped key.
+  static Record from_json(const nlohmann::json& j);
+};
+
+// A database file opened for reading, and for appending when `writable`.
+class Database {
+ public:
+  // Reads every record. A last line without its newline, or one that is not a JSON object, is a
+  // torn write: it is reported in warnings() and, when writable, cut off the file. Any other
+  // malformed line is an InvalidArgument naming the file and line. When writable, the file (and
+  // its folder) is created if missing and locked: a second writer gets InvalidArgument naming it.
+  static Database open(const std::string& path, bool writable);
+  Database(Database&& o) noexcept;
+  Database& operator=(Database&&) = delete;
+  Database(const Database&) = delete;
+  ~Database();
+
+  const std::string& path() const { return path_; }
+  const std::vector<Record>& records() const { return records_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  bool contains(const std::string& key) const { return keys_.count(key) != 0; }
+
+  // Writes one line and fsyncs it before returning; the record's key must be new.
+  void append(const Record& r);
+
+ private:
+  Database() = default;
+  std::string path_;
+  int fd_ = -1;
+  std::vector<Record> records_;
+  std::set<std::string> keys_;
+  std::vector<std::string> warnings_;
+};
+
+// The union of `inputs` (first occurrence of each key kept, in input order), written to `output`
+// whole or not at all. Returns the number of records written; warnings of the inputs are appended
+// to `warnings`.
+std::size_t merge_databases(const std::vector<std::string>& inputs, const std::string& output,
+                            std::vector<std::string>* warnings = nullptr);
+
+// The winner of each (identity, target, bucket): the passed finalist re-measurement with the
+// highest rate, else the passed search record with the highest rate.
+struct Winner {
+  const Record* record;
+  int candidates = 0;  // records of its bucket, any outcome
+  int passed = 0;
+};
+std::map<std::string, Winner> best_records(const std::vector<Record>& records);
+
+}  // namespace mmtune::tune

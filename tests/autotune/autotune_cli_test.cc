@@ -1,0 +1,209 @@
+// `mmtune autotune` end to end, as a user runs it: a deliberately wrong kernel is recorded as
+// incorrect (never chosen), `kill -9` mid-run loses only in-flight candidates and a rerun resumes
+// without measuring anything twice, two shards merged hold the same candidates as one unsharded
+// run, and the emitted tuned database names kernels the build accepts. Small shapes and few
+// candidates keep each test within a minute or two on 2 cores.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "autotune/kernel_naming.h"
+#include "autotune/tuning_db.h"
+#include "schedules/schedule.h"
+#include "tests/support/cli_runner.h"
+
+namespace mmtune::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using tune::Database;
+using tune::Outcome;
+using tune::Record;
+
+std::set<std::string> keys_of(const std::string& db) {
+  std::set<std::string> keys;
+  const Database d = Database::open(db, false);
+  for (const Record& r : d.records()) keys.insert(r.key());
+  return keys;
+}
+
+int count_lines(const std::string& p) {
+  std::ifstream in(p);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+class Autotune : public CliFixture {};
+
+// Short timing: tiny shapes are stable within a few samples.
+const char* kQuick = " --quiet --jobs 2 --finalists 0";
+
+TEST_F(Autotune, GateRecordsAWrongKernelAsIncorrectAndNeverChoosesIt) {
+  const std::string db = path("wrong.jsonl");
+  // Every candidate's last output element is left unwritten (the gate's poison stays there).
+  const CliResult r =
+      run("autotune --op Gemm:float32 --shape 7,19,13 --max-candidates 3"
+          " --strategy random --inject-fault drop_tail --out " +
+          path("out") + " --db " + db + kQuick);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const Database d = Database::open(db, false);
+  ASSERT_EQ(d.records().size(), 3u);
+  for (const Record& rec : d.records()) {
+    EXPECT_EQ(rec.outcome, Outcome::kIncorrect) << rec.to_json().dump();
+    ASSERT_TRUE(rec.gate.contains("first_mismatch")) << rec.to_json().dump();
+    const auto& m = rec.gate["first_mismatch"];
+    // The last element of the first case the kernel computed: its bits and value, both sides.
+    ASSERT_TRUE(m.contains("index")) << m.dump();
+    const auto shape = m.at("shape");
+    EXPECT_EQ(m.at("index").get<int64_t>(), shape[0].get<int64_t>() * shape[1].get<int64_t>() - 1)
+        << m.dump();
+    EXPECT_NE(m.at("expected"), m.at("actual"));
+    EXPECT_EQ(rec.rate, 0);
+    EXPECT_TRUE(rec.samples_s.empty());  // never timed
+  }
+  EXPECT_TRUE(tune::best_records(d.records()).empty());
+  // The emitted database has no kernel for it.
+  const auto tuned =
+      nlohmann::json::parse(slurp(path("out") + "/tuned/" + d.records()[0].target + ".json"));
+  EXPECT_TRUE(tuned.at("kernels").empty()) << tuned.dump();
+  // The same run without the fault passes: the gate rejected the fault, not the kernels.
+  const CliResult ok =
+      run("autotune --op Gemm:float32 --shape 7,19,13 --max-candidates 1"
+          " --strategy random --no-emit --out " +
+          path("out2") + kQuick);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const Database d2 = Database::open(path("out2") + "/tuning.jsonl", false);
+  ASSERT_EQ(d2.records().size(), 1u);
+  EXPECT_EQ(d2.records()[0].outcome, Outcome::kPassed) << d2.records()[0].to_json().dump();
+  EXPECT_GT(d2.records()[0].gate.at("cases").get<int>(), 5);
+  EXPECT_GT(d2.records()[0].rate, 0);
+}
+
+TEST_F(Autotune, KillNineThenResumeMeasuresNothingTwice) {
+  const std::string db = path("db.jsonl");
+  const std::string args =
+      "autotune --op Gemm:float32 --shape 5,40,33 --max-candidates 6"
+      " --strategy random --seed 7 --no-emit --out " +
+      path("out") + " --db " + db + kQuick;
+  // Start, wait for the first two records, kill -9 the whole process group mid-run.
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    const std::string cmd = "'" + cli_path() + "' " + args + " > /dev/null 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    std::_Exit(127);
+  }
+  ::setpgid(pid, pid);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (count_lines(db) < 2 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(300)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  // The worker children have their own process groups: wait for them to notice nothing (they
+  // finish or die on their own; their output pipe is gone).
+  const int before = count_lines(db);
+  ASSERT_GE(before, 2) << "the run wrote no records within 300 s";
+  ASSERT_LT(before, 6) << "the run finished before it could be killed";
+  const std::set<std::string> first = keys_of(db);
+  // A torn line, as a crash mid-write leaves it.
+  {
+    std::ofstream out(db, std::ios::app);
+    out << R"({"identity":"Gemm:float32","buck)";
+  }
+  const CliResult r = sh("'" + cli_path() + "' " + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Database d = Database::open(db, false);
+  EXPECT_TRUE(d.warnings().empty());
+  EXPECT_EQ(d.records().size(), 6u);  // max-candidates in all: the first run's count toward it
+  const std::set<std::string> after = keys_of(db);
+  EXPECT_EQ(after.size(), d.records().size());  // no candidate twice
+  for (const std::string& k : first) EXPECT_TRUE(after.count(k)) << k;
+  // The same seed unsharded, uninterrupted, tries the same candidates.
+  const CliResult clean =
+      run("autotune --op Gemm:float32 --shape 5,40,33 --max-candidates 6"
+          " --strategy random --seed 7 --no-emit --out " +
+          path("clean") + kQuick);
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  EXPECT_EQ(keys_of(path("clean") + "/tuning.jsonl"), after);
+}
+
+TEST_F(Autotune, TwoShardsMergedHoldTheCandidatesOfOneRun) {
+  const std::string common =
+      " --op Gemm:float32 --op Gemm:int32 --shape 1,64,64 --shape 16,64,64"
+      " --max-candidates 2 --strategy random --seed 3 --no-emit" +
+      std::string(kQuick);
+  ASSERT_EQ(run("autotune" + common + " --out " + path("all")).exit_code, 0);
+  for (int i = 0; i < 2; ++i) {
+    const std::string s = std::to_string(i);
+    const CliResult r = run("autotune" + common + " --shard " + s + "/2 --out " + path("s" + s) +
+                            " --db " + path("shard" + s + ".jsonl"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const CliResult m = run("db merge " + path("shard0.jsonl") + " " + path("shard1.jsonl") + " -o " +
+                          path("merged.jsonl"));
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  const auto whole = keys_of(path("all") + "/tuning.jsonl");
+  EXPECT_EQ(whole.size(), 8u);  // 2 identities x 2 buckets x 2 candidates
+  EXPECT_EQ(keys_of(path("merged.jsonl")), whole);
+  EXPECT_LT(keys_of(path("shard0.jsonl")).size(), whole.size());  // each shard did a part
+  // Emit from the union: one kernel per winner, named by the rule, with its buckets.
+  const CliResult e = run("emit --db " + path("merged.jsonl") + " --out " + path("emitted"));
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const Database d = Database::open(path("merged.jsonl"), false);
+  const std::string target = d.records()[0].target;
+  const auto tuned = nlohmann::json::parse(slurp(path("emitted") + "/tuned/" + target + ".json"));
+  EXPECT_EQ(tuned.at("target"), target);
+  ASSERT_FALSE(tuned.at("kernels").empty());
+  int buckets = 0;
+  for (const auto& k : tuned.at("kernels")) {
+    std::map<std::string, std::string> identity;
+    for (const auto& [key, v] : k.at("params").items()) identity[key] = v.get<std::string>();
+    const auto s = k.at("schedule").get<schedules::Schedule>();
+    EXPECT_EQ(k.at("name"), kernel_name(k.at("op"), identity, s.generator_params(), target));
+    EXPECT_FALSE(k.at("provenance").get<std::string>().empty());
+    buckets += k.at("bucket").is_array() ? static_cast<int>(k.at("bucket").size()) : 1;
+  }
+  EXPECT_EQ(buckets, static_cast<int>(tune::best_records(d.records()).size()));
+  // db best lists the same winners.
+  const CliResult b = run("db best " + path("merged.jsonl"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("Gemm:float32"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("Gemm:int32"), std::string::npos) << b.out;
+}
+
+TEST_F(Autotune, BadArgumentsAreRefusedBeforeAnythingRuns) {
+  struct Case {
+    std::string args, want;
+  };
+  const std::vector<Case> cases = {
+      {"--op Gemm:float33", "float33"},
+      {"--op Conv", "Conv"},
+      {"--shape 1,2", "--shape '1,2' is not M,N,K"},
+      {"--shape 0,4,4", "--shape '0,4,4' is not M,N,K"},
+      {"--budget 5x", "unit 'x'"},
+      {"--shard 2/2", "--shard '2/2' is not I/N"},
+      {"--strategy greedy", "--strategy 'greedy'"},
+      {"--target x86-64-linux-avx9", "avx9"},
+  };
+  for (const Case& c : cases) {
+    const CliResult r = run("autotune --quiet --out " + path("out") + " " + c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_FALSE(fs::exists(path("out") + "/tuning.jsonl")) << c.args;
+  }
+}
+
+}  // namespace
+}  // namespace mmtune::testing

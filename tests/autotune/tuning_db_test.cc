@@ -1,0 +1,217 @@
+// The tuning database: records round-trip, fsynced appends survive a reopen, a torn last line is
+// reported and cut off, a malformed line elsewhere is an error naming it, one writer at a time,
+// merge unions by candidate key, best picks the fastest passed record (finalists first).
+#include "autotune/tuning_db.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "autotune/tune_buckets.h"
+#include "reference/error.h"
+#include "tests/support/test_support.h"
+
+namespace mmtune::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TuningDb : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("mmtune_db_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+Record record(int tile_rows, Outcome o, double rate,
+              const std::string& bucket = "m1.n1-512.k1-512") {
+  Record r;
+  r.identity = "Gemm:float32";
+  r.bucket = bucket;
+  r.target = "x86-64-linux-avx2-fma";
+  r.schedule = {{"template", "cpu_matmul"}, {"tile_rows", tile_rows}};
+  r.shape = {1, 64, 64};
+  r.outcome = o;
+  r.rate = rate;
+  r.samples_s = {1e-6, 1.1e-6};
+  r.gate = {{"cases", 3}, {"outputs", 100}};
+  r.provenance = {{"cpu", "test"}};
+  return r;
+}
+
+std::string read_text(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(TuningDb, RecordsRoundTripThroughAReopen) {
+  {
+    Database db = Database::open(path("db.jsonl"), true);
+    db.append(record(4, Outcome::kPassed, 1e9));
+    db.append(record(6, Outcome::kIncorrect, 0));
+    Record extra = record(8, Outcome::kTimeout, 0);
+    extra.extra["future_key"] = {1, 2};
+    extra.detail = "killed";
+    db.append(extra);
+  }
+  const Database db = Database::open(path("db.jsonl"), false);
+  ASSERT_EQ(db.records().size(), 3u);
+  EXPECT_TRUE(db.warnings().empty());
+  EXPECT_EQ(db.records()[0].outcome, Outcome::kPassed);
+  EXPECT_EQ(db.records()[0].rate, 1e9);
+  EXPECT_EQ(db.records()[1].outcome, Outcome::kIncorrect);
+  EXPECT_EQ(db.records()[2].extra.at("future_key"), nlohmann::json({1, 2}));
+  EXPECT_EQ(db.records()[2].detail, "killed");
+  EXPECT_TRUE(db.contains(record(6, Outcome::kPassed, 0).key()));  // the key ignores the outcome
+  EXPECT_FALSE(db.contains(record(3, Outcome::kPassed, 0).key()));
+  // Every line is one JSON object with the documented keys.
+  std::ifstream in(path("db.jsonl"));
+  int lines = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    const auto j = nlohmann::json::parse(line);
+    for (const char* key : {"identity", "bucket", "shape", "target", "schedule", "outcome",
+                            "samples_s", "rate", "gate", "provenance"}) {
+      EXPECT_TRUE(j.contains(key)) << key << " in " << line;
+    }
+  }
+  EXPECT_EQ(lines, 3);
+}
+
+TEST_F(TuningDb, TornLastLineIsReportedAndCutOff) {
+  {
+    Database db = Database::open(path("db.jsonl"), true);
+    db.append(record(4, Outcome::kPassed, 1e9));
+    db.append(record(6, Outcome::kPassed, 2e9));
+  }
+  const std::string whole = read_text(path("db.jsonl"));
+  // A crash in the middle of the third write.
+  const std::string third = record(8, Outcome::kPassed, 3e9).to_json().dump();
+  {
+    std::ofstream out(path("db.jsonl"), std::ios::app | std::ios::binary);
+    out << third.substr(0, third.size() / 2);
+  }
+  {
+    const Database ro = Database::open(path("db.jsonl"), false);  // reading alone cuts nothing
+    EXPECT_EQ(ro.records().size(), 2u);
+    ASSERT_EQ(ro.warnings().size(), 1u);
+    EXPECT_NE(ro.warnings()[0].find(":3: torn last line"), std::string::npos) << ro.warnings()[0];
+  }
+  EXPECT_NE(read_text(path("db.jsonl")), whole);
+  {
+    Database db = Database::open(path("db.jsonl"), true);
+    EXPECT_EQ(db.records().size(), 2u);
+    EXPECT_EQ(db.warnings().size(), 1u);
+    EXPECT_EQ(read_text(path("db.jsonl")), whole);  // cut back to the last whole record
+    db.append(record(8, Outcome::kPassed, 3e9));
+  }
+  const Database db = Database::open(path("db.jsonl"), false);
+  EXPECT_EQ(db.records().size(), 3u);
+  EXPECT_TRUE(db.warnings().empty());
+}
+
+TEST_F(TuningDb, MalformedLineBeforeTheLastIsAnError) {
+  {
+    std::ofstream out(path("db.jsonl"));
+    out << record(4, Outcome::kPassed, 1).to_json().dump() << "\n"
+        << "{not json\n"
+        << record(6, Outcome::kPassed, 1).to_json().dump() << "\n";
+  }
+  const std::string msg =
+      testing::invalid_argument_message([&] { (void)Database::open(path("db.jsonl"), false); });
+  EXPECT_NE(msg.find("db.jsonl:2: not a JSON object"), std::string::npos) << msg;
+  // A record without a required key, and an unknown outcome.
+  {
+    std::ofstream out(path("bad.jsonl"));
+    nlohmann::json j = record(4, Outcome::kPassed, 1).to_json();
+    j.erase("rate");
+    out << j.dump() << "\n";
+  }
+  EXPECT_NE(testing::invalid_argument_message([&] {
+              (void)Database::open(path("bad.jsonl"), false);
+            }).find("bad.jsonl:1: database record: has no 'rate' key"),
+            std::string::npos);
+  EXPECT_NE(testing::invalid_argument_message([] {
+              (void)parse_outcome("fast");
+            }).find("outcome 'fast' is not passed"),
+            std::string::npos);
+}
+
+TEST_F(TuningDb, OneWriterAtATime) {
+  Database first = Database::open(path("db.jsonl"), true);
+  const std::string msg =
+      testing::invalid_argument_message([&] { (void)Database::open(path("db.jsonl"), true); });
+  EXPECT_NE(msg.find("another process is writing it"), std::string::npos) << msg;
+  // Readers are not locked out.
+  EXPECT_NO_THROW((void)Database::open(path("db.jsonl"), false));
+}
+
+TEST_F(TuningDb, MergeUnionsByCandidateKeyAndBestPicksTheFastest) {
+  {
+    Database a = Database::open(path("a.jsonl"), true);
+    a.append(record(4, Outcome::kPassed, 1e9));
+    a.append(record(6, Outcome::kPassed, 3e9));
+    Database b = Database::open(path("b.jsonl"), true);
+    b.append(record(6, Outcome::kPassed, 9e9));  // the same candidate: a's record is kept
+    b.append(record(8, Outcome::kIncorrect, 0));
+    b.append(record(2, Outcome::kPassed, 2e9, "m2-8.n1-512.k1-512"));
+  }
+  EXPECT_EQ(merge_databases({path("a.jsonl"), path("b.jsonl")}, path("m/merged.jsonl")), 4u);
+  const Database m = Database::open(path("m/merged.jsonl"), false);
+  ASSERT_EQ(m.records().size(), 4u);
+  const auto best = best_records(m.records());
+  ASSERT_EQ(best.size(), 2u);
+  const Winner& w = best.begin()->second.record->bucket == "m1.n1-512.k1-512"
+                        ? best.begin()->second
+                        : std::next(best.begin())->second;
+  EXPECT_EQ(w.record->rate, 3e9);
+  EXPECT_EQ(w.candidates, 3);
+  EXPECT_EQ(w.passed, 2);
+  // A finalist's re-measurement outranks the search records, even when slower.
+  std::vector<Record> rs = m.records();
+  Record fin = record(4, Outcome::kPassed, 2.5e9);
+  fin.extra["stage"] = "final";
+  EXPECT_NE(fin.key(), record(4, Outcome::kPassed, 1).key());
+  rs.push_back(fin);
+  for (const auto& [g, win] : best_records(rs)) {
+    if (win.record->bucket == "m1.n1-512.k1-512") {
+      EXPECT_EQ(win.record->rate, 2.5e9);
+    }
+  }
+  // Merge of a missing file names it, and leaves no output.
+  const std::string msg = testing::invalid_argument_message(
+      [&] { merge_databases({path("missing.jsonl")}, path("out.jsonl")); });
+  EXPECT_NE(msg.find("missing.jsonl"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(path("out.jsonl")));
+}
+
+TEST(TuneBuckets, ClassesOfMNAndK) {
+  EXPECT_EQ(bucket_of(1, 4096, 4096).name, "m1.n513-4096.k513-4096");
+  EXPECT_EQ(bucket_of(16, 11008, 100).name, "m9-64.n4097+.k1-512");
+  EXPECT_EQ(bucket_of(65, 512, 513).name, "m65+.n1-512.k513-4096");
+  const Bucket b = bucket_of(8, 600, 5000);
+  EXPECT_TRUE(b.contains(2, 513, 4097));
+  EXPECT_FALSE(b.contains(9, 600, 5000));
+  EXPECT_EQ(b.bounds_json(),
+            nlohmann::json(
+                {{"m_min", 2}, {"m_max", 8}, {"n_min", 513}, {"n_max", 4096}, {"k_min", 4097}}));
+  const auto buckets = make_buckets({{"a", 1, 1024, 1024},
+                                     {"b", 128, 1024, 1024},
+                                     {"c", 1, 4096, 4096},
+                                     {"d", 512, 600, 600},
+                                     {"e", 100, 700, 700}});
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_EQ(buckets[0].shapes.size(), 2u);
+  EXPECT_EQ(buckets[1].shapes.size(), 3u);
+  EXPECT_EQ(buckets[1].representative().name, "b");  // the median operation count of e < b < d
+}
+
+}  // namespace
+}  // namespace mmtune::tune
