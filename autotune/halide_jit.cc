@@ -39,8 +39,18 @@ Halide::Callable compile(const KernelKey& key, const std::string& target) {
     auto it = c.kernels.find(id);
     if (it != c.kernels.end()) return it->second;
   }
-  // Compiling may take a while: do it outside the lock (two threads may compile the same kernel;
-  // the first one stored wins).
+  // One compile at a time, outside the cache's lock (calls of kernels already compiled go on).
+  // Halide's generator machinery reads process-wide tables it builds lazily (the type-name map of
+  // GeneratorParam<Type>, the generator registry); ThreadSanitizer reports those first uses racing
+  // when two threads compile at once, so compiles are serialized. The tuner compiles in parallel
+  // in separate processes instead.
+  static std::mutex compile_mu;
+  std::lock_guard<std::mutex> compiling(compile_mu);
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.kernels.find(id);
+    if (it != c.kernels.end()) return it->second;  // another thread compiled it meanwhile
+  }
   auto gen = Halide::Internal::GeneratorRegistry::create(
       key.identity.generator, Halide::GeneratorContext(Halide::Target(resolved)));
   MMTUNE_CHECK(gen != nullptr, "generator " << key.identity.generator << " is not linked in");
