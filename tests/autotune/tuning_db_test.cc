@@ -8,7 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "autotune/kernel_key.h"
 #include "autotune/tune_buckets.h"
+#include "autotune/tune_inputs.h"
+#include "autotune/tune_report.h"
 #include "reference/error.h"
 #include "tests/support/test_support.h"
 
@@ -211,6 +214,51 @@ TEST(TuneBuckets, ClassesOfMNAndK) {
   EXPECT_EQ(buckets[0].shapes.size(), 2u);
   EXPECT_EQ(buckets[1].shapes.size(), 3u);
   EXPECT_EQ(buckets[1].representative().name, "b");  // the median operation count of e < b < d
+}
+
+// report.html from records: the winner against the template default, one curve per strategy,
+// nothing fetched from the network, no script.
+TEST(TuneReport, ShowsWinnerAgainstDefaultAndOneCurvePerStrategy) {
+  const std::string target = "x86-64-linux-avx2-fma";
+  const schedules::TargetInfo info = schedules::target_info(target);
+  const KernelIdentity id = parse_identity_spec("Gemm:float32");
+  const nlohmann::json def = schedules::default_schedule(info, accumulator_of(id));
+  std::vector<Record> rs;
+  auto add = [&](const nlohmann::json& schedule, double rate, const char* strategy, double t) {
+    Record r = record(4, Outcome::kPassed, rate, "m9-64.n513-4096.k513-4096");
+    r.identity = "Gemm:float32";
+    r.target = target;
+    r.schedule = schedule;
+    r.shape = {16, 1024, 1024};
+    r.extra["strategy"] = strategy;
+    r.extra["elapsed_s"] = t;
+    rs.push_back(r);
+  };
+  nlohmann::json other = def;
+  other["tile_rows"] = 2;
+  nlohmann::json third = def;
+  third["k_unroll"] = 8;
+  add(def, 10e9, "evolutionary", 1);
+  add(other, 25e9, "evolutionary", 2);
+  add(third, 12e9, "random", 3);
+  Record wrong = rs[0];
+  wrong.schedule["tile_rows"] = 3;
+  wrong.outcome = Outcome::kIncorrect;
+  wrong.rate = 0;
+  rs.push_back(wrong);
+  const std::string html = render_report(rs, target);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("gemm_f32_strict__x86_avx2_2x"), std::string::npos) << html;  // the winner
+  EXPECT_NE(html.find(">25.00<"), std::string::npos);                               // its G/s
+  EXPECT_NE(html.find(">10.00<"), std::string::npos);                               // the default's
+  EXPECT_NE(html.find(">2.50x<"), std::string::npos);                               // speed-up
+  EXPECT_NE(html.find("incorrect 1;"), std::string::npos);
+  std::size_t curves = 0;
+  for (std::size_t p = 0; (p = html.find("<polyline", p)) != std::string::npos; ++p) ++curves;
+  EXPECT_EQ(curves, 4u);  // 2 strategies x (against candidates, against time)
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // SVG namespace only
+  EXPECT_EQ(html.find("https://"), std::string::npos);
 }
 
 }  // namespace
