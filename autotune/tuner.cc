@@ -193,10 +193,8 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
     if (r.target == target) mine.push_back(r);
   }
   const auto best = best_records(mine);
-  // Baseline per bucket: the template default's search record, to state the gain.
   nlohmann::json kernels = nlohmann::json::array();
   std::map<std::string, std::size_t> by_name;  // kernel name -> index in `kernels`
-  const schedules::TargetInfo info = schedules::target_info(target);
   for (const auto& [group, w] : best) {
     const Record& r = *w.record;
     const KernelIdentity id = parse_identity_spec(r.identity);
@@ -232,7 +230,6 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
                        {"bucket", bucket.bounds_json()},
                        {"provenance", prov.str()}});
   }
-  (void)info;
   return {{"target", target},
           {"note",
            "Written by `mmtune autotune` (or `mmtune emit`) from its tuning database: per kernel "
