@@ -287,7 +287,7 @@ TuneSummary autotune(const TuneOptions& o) {
   TuneSummary summary;
   summary.units = static_cast<int>(units.size());
   const auto run_start = Clock::now();
-  std::map<std::string, int> outcome_counts;
+  std::map<std::string, int> outcome_counts;  // of the current unit, for the progress line
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - run_start).count(); };
 
   auto records_of = [&](const Unit& u, bool final_stage) {
@@ -310,11 +310,12 @@ TuneSummary autotune(const TuneOptions& o) {
     if (db.contains(r.key())) return;  // a duplicate of a crashed job's sibling: kept once
     db.append(r);
     ++summary.new_records;
-    ++outcome_counts[outcome_name(r.outcome)];
+    ++outcome_counts[(stage.empty() ? "" : stage + "_") + outcome_name(r.outcome)];
   };
 
   for (std::size_t ui = 0; ui < units.size() && g_interrupts == 0; ++ui) {
     const Unit& u = units[ui];
+    outcome_counts.clear();  // the progress line counts this unit's outcomes
     const NamedShape shape = u.bucket.representative();
     const schedules::Accumulator acc = accumulator_of(u.id);
     Strategy strategy(o.strategy, info, acc,
