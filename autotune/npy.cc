@@ -15,6 +15,8 @@
 #include <sstream>
 #include <vector>
 
+#include "autotune/atomic_file.h"
+
 namespace mmtune {
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -462,31 +464,6 @@ std::string npy_header_bytes(const Tensor& t) {
   MMTUNE_CHECK(false, "unreachable");
 }
 
-std::string parent_dir(const std::string& path) {
-  const std::size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-std::string base_name(const std::string& path) {
-  const std::size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-bool write_all(int fd, const uint8_t* p, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, std::min<std::size_t>(n, std::size_t{1} << 30));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string npy_descr(DType t) {
@@ -631,61 +608,10 @@ void write_npy(const std::string& path, const Tensor& t) {
       static_cast<uint64_t>(t.bytes.size()) == static_cast<uint64_t>(numel) * dtype_size(t.dtype),
       describe(t) << " holds " << t.bytes.size() << " bytes");
   if (path.empty()) invalid("write_npy", "the output path is empty");
-  const std::string dir = parent_dir(path);
-  {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      invalid(path, "cannot write the .npy file: the path is a directory");
-    }
-    if (::stat(dir.c_str(), &st) != 0) {
-      invalid(path, "cannot write the .npy file: folder ", quoted(dir), " does not exist (",
-              errno_text(errno), ")");
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      invalid(path, "cannot write the .npy file: ", quoted(dir), " is not a folder");
-    }
-  }
-
   const std::string header = npy_header_bytes(t);
-
-  // A unique temporary name in the same folder (so that rename() is atomic).
-  static std::atomic<uint64_t> counter{0};
-  std::random_device rd;
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    const std::string prefix = dir == "/" ? "/" : dir + "/";
-    tmp = prefix + "." + base_name(path) + ".tmp-" + std::to_string(::getpid()) + "-" +
-          std::to_string(counter.fetch_add(1)) + "-" + std::to_string(rd());
-    do {
-      fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    } while (fd < 0 && errno == EINTR);
-    if (fd < 0 && errno != EEXIST) {
-      invalid(path, "cannot write the .npy file: cannot create a file in folder ", quoted(dir),
-              " (", errno_text(errno), ")");
-    }
-  }
-  if (fd < 0)
-    invalid(path, "cannot write the .npy file: no unique temporary name in ", quoted(dir));
-
-  auto fail = [&](const std::string& what, int err) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    invalid(path, "cannot write the .npy file: ", what, " (", errno_text(err), ")");
-  };
-  if (!write_all(fd, reinterpret_cast<const uint8_t*>(header.data()), header.size()) ||
-      !write_all(fd, t.bytes.data(), t.bytes.size())) {
-    const int err = errno;
-    fail("write to " + quoted(tmp) + " failed", err);
-  }
-  const int closed = ::close(fd);
-  const int close_err = errno;
-  fd = -1;
-  if (closed != 0) fail("closing " + quoted(tmp) + " failed", close_err);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    fail("renaming " + quoted(tmp) + " onto it failed", err);
-  }
+  write_file_atomically(path, "the .npy file",
+                        {{reinterpret_cast<const uint8_t*>(header.data()), header.size()},
+                         {t.bytes.data(), t.bytes.size()}});
 }
 
 }  // namespace mmtune

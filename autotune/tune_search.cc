@@ -80,9 +80,8 @@ double CostModel::predict(const schedules::Schedule& s) const {
 Strategy::Strategy(std::string name, const schedules::TargetInfo& t, schedules::Accumulator acc,
                    uint64_t seed, double epsilon)
     : name_(std::move(name)), target_(t), acc_(acc), rng_(seed), epsilon_(epsilon) {
-  if (name_ != "random" && name_ != "evolutionary") {
-    invalid("autotune", "--strategy '", name_, "' is not random or evolutionary");
-  }
+  // The tuner refuses other names before anything runs (tuner.cc).
+  MMTUNE_CHECK(name_ == "random" || name_ == "evolutionary", "strategy " << name_);
 }
 
 void Strategy::mark_seen(const nlohmann::json& schedule) { seen_.insert(schedule.dump()); }

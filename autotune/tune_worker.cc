@@ -388,6 +388,7 @@ struct WorkerPool::Child {
   Clock::time_point phase_start = Clock::now();
   Clock::time_point started = Clock::now();
   bool timed_out = false;
+  double limit_s = 0;  // the limit it exceeded
 };
 
 WorkerPool::WorkerPool(std::string exe, std::string scratch_dir, int parallel, double timeout_s)
@@ -496,6 +497,7 @@ std::vector<Record> WorkerPool::collect(double wait_s) {
         ::kill(-c->pid, SIGKILL);
         ::kill(c->pid, SIGKILL);
         c->timed_out = true;
+        c->limit_s = limit;
       }
       if (!eof) {
         ++i;
@@ -523,7 +525,7 @@ std::vector<Record> WorkerPool::collect(double wait_s) {
         Outcome o = Outcome::kRunFailed;
         if (c->timed_out) {
           o = Outcome::kTimeout;
-          why << "killed after " << timeout_s_ << " s in phase '" << c->phase << "'";
+          why << "killed after " << c->limit_s << " s in phase '" << c->phase << "'";
         } else {
           if (c->phase.rfind("compile", 0) == 0 || c->phase == "start") o = Outcome::kBuildFailed;
           if (WIFSIGNALED(status)) {

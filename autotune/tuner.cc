@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "Halide.h"
+#include "autotune/atomic_file.h"
 #include "autotune/kernel_key.h"
 #include "autotune/kernel_naming.h"
 #include "autotune/tune_buckets.h"
@@ -170,21 +171,7 @@ void write_text_atomically(const std::string& text, const std::string& path) {
   const std::filesystem::path p(path);
   std::error_code ec;
   if (!p.parent_path().empty()) std::filesystem::create_directories(p.parent_path(), ec);
-  if (ec) invalid("autotune", "cannot create the folder of '", path, "': ", ec.message());
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      invalid("autotune", "cannot write '", tmp, "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    invalid("autotune", "cannot rename onto '", path, "'");
-  }
+  write_file_atomically(path, "the tuner's output", text);
 }
 
 nlohmann::json tuned_database(const std::vector<Record>& records, const std::string& target) {

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <utility>
 
+#include "autotune/atomic_file.h"
 #include "reference/error.h"
 
 namespace mmtune::tune {
@@ -23,18 +24,6 @@ constexpr const char* kOutcomes[] = {"passed",     "incorrect", "build_failed",
                                      "run_failed", "timeout",   "invalid"};
 
 std::string errno_text() { return std::strerror(errno); }
-
-// Writes all of `text` to `fd`, retrying short writes.
-bool write_all(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 std::string read_whole(const std::string& path, int fd) {
   std::string text;
@@ -206,7 +195,8 @@ void Database::append(const Record& r) {
   const std::string key = r.key();
   MMTUNE_CHECK(!keys_.count(key), "database " << path_ << " already holds " << key);
   const std::string line = r.to_json().dump() + "\n";
-  if (!write_all(fd_, line) || ::fsync(fd_) != 0) {
+  if (!write_all(fd_, reinterpret_cast<const uint8_t*>(line.data()), line.size()) ||
+      ::fsync(fd_) != 0) {
     invalid("database", "cannot append to '", path_, "': ", errno_text());
   }
   keys_.insert(key);
@@ -227,23 +217,9 @@ std::size_t merge_databases(const std::vector<std::string>& inputs, const std::s
   const std::filesystem::path out(output);
   std::error_code ec;
   if (!out.parent_path().empty()) std::filesystem::create_directories(out.parent_path(), ec);
-  const std::string tmp = output + ".tmp." + std::to_string(::getpid());
-  {
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) invalid("db merge", "cannot write '", tmp, "': ", errno_text());
-    std::string text;
-    for (const Record& r : all) text += r.to_json().dump() + "\n";
-    const bool ok = write_all(fd, text) && ::fsync(fd) == 0;
-    ::close(fd);
-    if (!ok) {
-      std::remove(tmp.c_str());
-      invalid("db merge", "cannot write '", tmp, "': ", errno_text());
-    }
-  }
-  if (std::rename(tmp.c_str(), output.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    invalid("db merge", "cannot rename the merged database onto '", output, "': ", errno_text());
-  }
+  std::string text;
+  for (const Record& r : all) text += r.to_json().dump() + "\n";
+  write_file_atomically(output, "the merged database", text);
   return all.size();
 }
 
