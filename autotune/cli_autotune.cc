@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "autotune/kernel_key.h"
 #include "autotune/shape_list.h"
 #include "autotune/tune_buckets.h"
+#include "autotune/tune_inputs.h"
 #include "autotune/tuner.h"
 #include "autotune/tuning_db.h"
 #include "reference/error.h"
@@ -103,6 +105,8 @@ Examples:
   mmtune autotune                                  # float32 Gemm (fma) and u8.s8->u8 QLinearMatMul
   mmtune autotune --op Gemm:float32 --shapes benchmarks/shapes/llm.txt --budget 30m
   mmtune autotune --op Gemm:bfloat16:contract=fma --shape 1,4096,4096 --max-candidates 40 --jobs 2
+  mmtune autotune --ops-from tuned/x86-64-linux-sse41.json --target x86-64-linux-sse41
+                                                   # retune every identity a database ships
   mmtune autotune --shard 2/8 --db shard2.jsonl ...   # one of 8 independent processes
   mmtune db merge shard*.jsonl -o all.jsonl && mmtune emit --db all.jsonl --out tuned-all
 )";
@@ -114,7 +118,8 @@ std::function<int()> add_autotune_command(CLI::App& app) {
   sub->footer(kAutotuneHelp);
   struct Opts {
     std::vector<std::string> ops, shape;
-    std::string shapes, target = "host", budget, db, out, shard = "0/1", strategy = "evolutionary";
+    std::string ops_from, shapes, target = "host", budget, db, out, shard = "0/1",
+                                  strategy = "evolutionary";
     int max_candidates = 0, threads = 1, jobs = 0, finalists = 3;
     uint64_t seed = 1;
     double timeout = 180;
@@ -123,6 +128,8 @@ std::function<int()> add_autotune_command(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   sub->add_option("--op", o->ops, "kernel identity SPEC (repeatable)");
+  sub->add_option("--ops-from", o->ops_from,
+                  "every identity of a tuned database (tuned/<target>.json), after the --op ones");
   sub->add_option("--shapes", o->shapes, "shape list file: `name M N K` a line");
   sub->add_option("--shape", o->shape, "M,N,K (repeatable)");
   sub->add_option("--target", o->target, "Halide target (default: this machine)");
@@ -145,6 +152,12 @@ std::function<int()> add_autotune_command(CLI::App& app) {
   return [o] {
     tune::TuneOptions t;
     t.ops = o->ops;
+    if (!o->ops_from.empty()) {
+      for (const tune::DatabaseIdentity& d : tune::identities_of_database(o->ops_from)) {
+        if (std::find(t.ops.begin(), t.ops.end(), d.spec) == t.ops.end()) t.ops.push_back(d.spec);
+        t.incumbents[d.spec] = d.schedules;
+      }
+    }
     if (t.ops.empty()) t.ops = {"Gemm:float32:contract=fma", "QLinearMatMul:uint8,int8,uint8"};
     if (!o->shapes.empty()) t.shapes = read_shape_list(o->shapes);
     for (const std::string& s : o->shape) t.shapes.push_back(parse_mnk(s));

@@ -3,11 +3,14 @@
 #include "autotune/tune_inputs.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -1236,6 +1239,48 @@ std::vector<GateCase> gate_cases(const KernelIdentity& id, schedules::Tile tile,
     add("wrap_int32_ragged", tile.rows + 1, 3, wk + 1, DataKind::kWrap);
   }
   return cases;
+}
+
+std::vector<DatabaseIdentity> identities_of_database(const std::string& path) {
+  const std::string where = "--ops-from '" + path + "'";
+  std::ifstream in(path);
+  if (!in) invalid(where, "cannot be read: ", std::strerror(errno));
+  nlohmann::json db;
+  try {
+    db = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    invalid(where, "is not JSON: ", e.what());
+  }
+  if (!db.is_object() || !db.contains("kernels") || !db["kernels"].is_array()) {
+    invalid(where, "is not a tuned database: it needs an array \"kernels\"");
+  }
+  std::vector<DatabaseIdentity> out;
+  std::size_t index = 0;
+  for (const nlohmann::json& k : db["kernels"]) {
+    const std::string kernel = "kernel " + std::to_string(index++);
+    if (!k.is_object() || !k.contains("op") || !k["op"].is_string() || !k.contains("generator") ||
+        !k["generator"].is_string() || !k.contains("params") || !k["params"].is_object()) {
+      invalid(where, kernel,
+              " needs \"op\" and \"generator\" (strings) and \"params\" (an object)");
+    }
+    KernelIdentity id{k["op"].get<std::string>(), k["generator"].get<std::string>(), {}};
+    for (const auto& [p, v] : k["params"].items()) {
+      if (!v.is_string()) invalid(where, kernel, ": parameter ", p, " is not a string");
+      id.params[p] = v.get<std::string>();
+    }
+    std::string spec;
+    try {
+      spec = identity_spec(id);
+    } catch (const InvalidArgument& e) {
+      invalid(where, kernel, ": ", e.what());
+    }
+    auto same = [&](const DatabaseIdentity& d) { return d.spec == spec; };
+    auto it = std::find_if(out.begin(), out.end(), same);
+    if (it == out.end()) it = out.insert(out.end(), DatabaseIdentity{spec, {}});
+    if (k.contains("schedule") && k["schedule"].is_object()) it->schedules.push_back(k["schedule"]);
+  }
+  if (out.empty()) invalid(where, "has no kernels");
+  return out;
 }
 
 }  // namespace mmtune::tune

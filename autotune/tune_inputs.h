@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -71,6 +72,18 @@ KernelIdentity parse_identity_spec(const std::string& spec);
 // spec would parse to another identity (friendly keys preferred). parse_identity_spec of it
 // returns `id`. InvalidArgument when `id` is not the identity of any valid call.
 std::string identity_spec(const KernelIdentity& id);
+
+// The kernel identities of a tuned database (tuned/<target>.json: its "kernels", each with "op",
+// "generator", "params" and "schedule"), in order of first appearance, each once, with the
+// schedules the database gives it: `mmtune autotune --ops-from tuned/x86-64-linux-sse41.json`
+// retunes what a database ships, its schedules tried first (the incumbents to beat).
+// InvalidArgument naming the file and the kernel when the file cannot be read or parsed, or a
+// kernel is not a valid identity.
+struct DatabaseIdentity {
+  std::string spec;                       // canonical (identity_spec)
+  std::vector<nlohmann::json> schedules;  // as the database has them
+};
+std::vector<DatabaseIdentity> identities_of_database(const std::string& path);
 
 // ---- Data kinds and calls
 // ------------------------------------------------------------------------

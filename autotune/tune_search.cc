@@ -110,12 +110,17 @@ std::vector<schedules::Schedule> Strategy::next(int count,
     out.push_back(s);
     return true;
   };
-  // Generation 0 of the model-guided search: the template's defaults and the neighbours' best.
+  // Generation 0 of the model-guided search: the template's defaults and the seeds (incumbents,
+  // the neighbours' best), handed out before anything else, however few are asked for at a time.
   if (!started_ && name_ == "evolutionary") {
-    take(schedules::default_schedule(target_, acc_));
-    for (const schedules::Schedule& s : seeds) take(s);
+    generation0_.push_back(schedules::default_schedule(target_, acc_));
+    generation0_.insert(generation0_.end(), seeds.begin(), seeds.end());
   }
   started_ = true;
+  while (!generation0_.empty() && static_cast<int>(out.size()) < count) {
+    take(generation0_.front());
+    generation0_.erase(generation0_.begin());
+  }
 
   // Parents: the best passed candidates of this bucket.
   std::vector<const Record*> passed;

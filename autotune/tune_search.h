@@ -64,6 +64,7 @@ class Strategy {
   std::mt19937_64 rng_;
   double epsilon_;
   bool started_ = false;
+  std::vector<schedules::Schedule> generation0_;  // the defaults and seeds not yet handed out
   std::set<std::string> seen_;
   CostModel model_;
 };

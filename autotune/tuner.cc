@@ -310,8 +310,19 @@ TuneSummary autotune(const TuneOptions& o) {
     std::vector<const Record*> existing = records_of(u, false);
     for (const Record* r : existing) strategy.mark_seen(r->schedule);
     summary.resumed += static_cast<int>(existing.size());
-    // Seeds: the best schedules of the same identity's other buckets.
+    // Seeds: the incumbents (--ops-from), then the best schedules of the same identity's other
+    // buckets.
     std::vector<schedules::Schedule> seeds;
+    if (auto inc = o.incumbents.find(u.identity); inc != o.incumbents.end()) {
+      for (const nlohmann::json& s : inc->second) {
+        try {
+          seeds.push_back(s.get<schedules::Schedule>());
+        } catch (const std::exception& e) {
+          progress.line("mmtune autotune: warning: an incumbent schedule of " + u.identity +
+                        " is not a schedule (" + e.what() + "): " + s.dump());
+        }
+      }
+    }
     {
       std::vector<Record> same;
       for (const Record& r : db.records()) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,14 +19,17 @@ namespace mmtune::tune {
 struct TuneOptions {
   std::vector<std::string> ops;    // identity specs (autotune/tune_inputs.h)
   std::vector<NamedShape> shapes;  // the shape list; buckets derive from it
-  std::string target = "host";     // Halide target (resolved by the tuner)
-  double budget_s = 0;             // whole run; 0: no time limit (max_candidates bounds it)
-  int max_candidates = 12;         // per (identity, bucket), finalists excluded
-  int jobs = 1;                    // workers compiling and gating at once
-  double timeout_s = 180;          // per compile-and-gate
-  int finalists = 3;               // re-measured interleaved, fully gated
-  std::string db;                  // the database (JSON Lines)
-  std::string out;                 // tuned/<target>.json and report go here
+  // Canonical identity spec -> schedules tried first in each of its buckets (--ops-from: the
+  // schedules a database ships, so that a winner is never worse than them)
+  std::map<std::string, std::vector<nlohmann::json>> incumbents;
+  std::string target = "host";  // Halide target (resolved by the tuner)
+  double budget_s = 0;          // whole run; 0: no time limit (max_candidates bounds it)
+  int max_candidates = 12;      // per (identity, bucket), finalists excluded
+  int jobs = 1;                 // workers compiling and gating at once
+  double timeout_s = 180;       // per compile-and-gate
+  int finalists = 3;            // re-measured interleaved, fully gated
+  std::string db;               // the database (JSON Lines)
+  std::string out;              // tuned/<target>.json and report go here
   uint64_t seed = 1;
   int shard_index = 0, shard_count = 1;
   std::string strategy = "evolutionary";
