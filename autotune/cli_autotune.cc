@@ -4,11 +4,13 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include "autotune/cli.h"
+#include "autotune/cli_compare.h"
 #include "autotune/kernel_key.h"
 #include "autotune/shape_list.h"
 #include "autotune/tune_buckets.h"
@@ -67,14 +69,14 @@ void parse_shard(const std::string& text, int& index, int& count) {
   }
 }
 
-NamedShape parse_mnk(const std::string& text) {
+NamedShape parse_mnk(const std::string& text, const char* where = "autotune") {
   NamedShape s;
   char c1 = 0, c2 = 0;
   std::istringstream in(text);
   std::string rest;
   if (!(in >> s.m >> c1 >> s.n >> c2 >> s.k) || c1 != ',' || c2 != ',' || (in >> rest) || s.m < 1 ||
       s.n < 1 || s.k < 1) {
-    invalid("autotune", "--shape '", text, "' is not M,N,K with positive integers");
+    invalid(where, "--shape '", text, "' is not M,N,K with positive integers");
   }
   s.name = "m" + std::to_string(s.m) + "_n" + std::to_string(s.n) + "_k" + std::to_string(s.k);
   return s;
@@ -110,6 +112,40 @@ Examples:
   mmtune autotune --shard 2/8 --db shard2.jsonl ...   # one of 8 independent processes
   mmtune db merge shard*.jsonl -o all.jsonl && mmtune emit --db all.jsonl --out tuned-all
 )";
+
+void print_comparison(const std::vector<tune::CompareRow>& rows, bool json) {
+  auto rate = [](double r) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(2) << r / 1e9;
+    return r > 0 ? os.str() : std::string("-");
+  };
+  if (!json) {
+    std::cout
+        << "| identity | shape | BASE kernel | NEW kernel | BASE G/s | NEW G/s | NEW / BASE | "
+           "note |\n|---|---|---|---|---|---|---|---|\n";
+  }
+  for (const tune::CompareRow& r : rows) {
+    const double ratio = r.base_rate > 0 && r.new_rate > 0 ? r.new_rate / r.base_rate : 0;
+    if (json) {
+      std::cout << nlohmann::json{{"identity", r.identity},
+                                  {"shape", {r.shape.m, r.shape.n, r.shape.k}},
+                                  {"base_kernel", r.base_kernel},
+                                  {"new_kernel", r.new_kernel},
+                                  {"base_rate", r.base_rate},
+                                  {"new_rate", r.new_rate},
+                                  {"note", r.note}}
+                       .dump()
+                << "\n";
+      continue;
+    }
+    std::ostringstream q;
+    q << std::fixed << std::setprecision(2) << ratio << "x";
+    std::cout << "| " << r.identity << " | " << r.shape.m << "x" << r.shape.n << "x" << r.shape.k
+              << " | " << r.base_kernel << " | " << r.new_kernel << " | " << rate(r.base_rate)
+              << " | " << rate(r.new_rate) << " | " << (ratio > 0 ? q.str() : "-") << " | "
+              << r.note << " |\n";
+  }
+}
 
 }  // namespace
 
@@ -208,18 +244,62 @@ std::function<int()> add_db_command(CLI::App& app) {
   sub->require_subcommand(1);
   CLI::App* best = sub->add_subcommand("best", "The winners per identity and bucket");
   CLI::App* merge = sub->add_subcommand("merge", "Union of databases (e.g. of shards)");
+  CLI::App* compare =
+      sub->add_subcommand("compare", "Two tuned databases' kernels timed side by side");
+  compare->footer(R"(
+For each kernel identity both tuned databases (tuned/<target>.json) hold and each shape, the kernel
+each one dispatches the call to (the runtime's rule: the bucket containing the shape, else the
+nearest) is gated bit for bit and timed, interleaved with the other in one worker process. Prints
+both rates and NEW / BASE.
+
+Example: did a retune beat the shipped kernels?
+  mmtune db compare tuned/x86-64-linux-sse41.json mmtune-out/x86-64-linux-sse41/tuned/x86-64-linux-sse41.json \
+      --shapes benchmarks/shapes/llm.txt --op Gemm:float32
+)");
   struct Opts {
     std::string best_db;
     bool json = false;
     std::vector<std::string> inputs;
     std::string output;
+    std::string base, fresh, shapes;
+    std::vector<std::string> shape, ops;
+    int threads = 1, jobs = 1;
   };
   auto o = std::make_shared<Opts>();
+  compare->add_option("BASE", o->base, "tuned database (e.g. the shipped one)")->required();
+  compare->add_option("NEW", o->fresh, "tuned database (e.g. a tuning run's)")->required();
+  compare->add_option("--shapes", o->shapes, "shape list file: `name M N K` a line");
+  compare->add_option("--shape", o->shape, "M,N,K (repeatable)");
+  compare->add_option("--op", o->ops, "kernel identity SPEC (repeatable; default: all common)");
+  compare->add_option("--threads", o->threads, "threads of each timed kernel")
+      ->check(CLI::Range(1, 1024));
+  compare->add_option("--jobs", o->jobs, "workers at once (timing is one at a time)")
+      ->check(CLI::Range(1, 64));
+  compare->add_flag("--json", o->json, "one JSON object a line");
   best->add_option("DB", o->best_db, "database")->required();
   best->add_flag("--json", o->json, "one JSON record a line");
   merge->add_option("DB", o->inputs, "databases")->required();
   merge->add_option("-o,--output", o->output, "merged database")->required();
-  return [o, best, merge] {
+  return [o, best, merge, compare] {
+    if (compare->parsed()) {
+      tune::CompareOptions c;
+      c.base = o->base;
+      c.fresh = o->fresh;
+      c.ops = o->ops;
+      if (!o->shapes.empty()) c.shapes = read_shape_list(o->shapes);
+      for (const std::string& s : o->shape) c.shapes.push_back(parse_mnk(s, "db compare"));
+      c.measure.threads = o->threads;
+      c.jobs = o->jobs;
+      c.exe = self_exe();
+      c.scratch = (std::filesystem::temp_directory_path() /
+                   ("mmtune-compare-" + std::to_string(::getpid())))
+                      .string();
+      c.json = o->json;
+      const std::vector<tune::CompareRow> rows = tune::compare_tuned_databases(c);
+      std::filesystem::remove_all(c.scratch);
+      print_comparison(rows, o->json);
+      return kExitOk;
+    }
     if (best->parsed()) {
       const tune::Database db = tune::Database::open(o->best_db, false);
       for (const std::string& w : db.warnings()) std::cerr << "mmtune db: warning: " << w << "\n";

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -180,10 +181,14 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
     if (r.target == target) mine.push_back(r);
   }
   const auto best = best_records(mine);
+  const auto serving = merge_within_noise(mine, best);
   nlohmann::json kernels = nlohmann::json::array();
   std::map<std::string, std::size_t> by_name;  // kernel name -> index in `kernels`
   for (const auto& [group, w] : best) {
-    const Record& r = *w.record;
+    // The schedule serving the bucket: its winner's, or one within noise of it that serves other
+    // buckets too (fewer kernels, the same speed within measurement noise).
+    const auto sv = serving.find(group);
+    const Record& r = sv != serving.end() ? *sv->second.served : *w.record;
     const KernelIdentity id = parse_identity_spec(r.identity);
     const auto schedule = r.schedule.get<schedules::Schedule>();
     const std::string name = kernel_name(id.op, id.params, schedule.generator_params(), target);
@@ -199,6 +204,10 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
          << " thread(s): bucket " << r.bucket << " at " << r.shape.at(0) << "x" << r.shape.at(1)
          << "x" << r.shape.at(2) << " " << rate_text(r.rate) << " (" << w.passed << " of "
          << w.candidates << " candidates passed the gate)";
+    if (&r != w.record) {
+      prov << ", serving within " << std::lround(100 * sv->second.tolerance)
+           << "% noise of the bucket's own winner (" << rate_text(w.record->rate) << ")";
+    }
     if (auto it = by_name.find(name); it != by_name.end()) {
       nlohmann::json& k = kernels[it->second];
       if (!k["bucket"].is_array()) k["bucket"] = nlohmann::json::array({k["bucket"]});
@@ -281,17 +290,20 @@ TuneSummary autotune(const TuneOptions& o) {
     std::vector<const Record*> rs;
     for (const Record& r : db.records()) {
       if (r.identity == u.identity && r.target == target && r.bucket == u.bucket.name &&
-          (r.extra.value("stage", "") == "final") == final_stage) {
+          (r.extra.value("stage", "") == "final") == final_stage &&
+          r.extra.value("strategy", "evolutionary") == o.strategy) {
         rs.push_back(&r);
       }
     }
     return rs;
   };
+  double unit_start = 0;  // elapsed() when the current unit began
   auto store = [&](Record r, const std::string& strategy, const std::string& stage) {
     r.provenance = prov;
     r.extra["strategy"] = strategy;
     r.extra["seed"] = o.seed;
     r.extra["elapsed_s"] = elapsed();
+    r.extra["unit_s"] = elapsed() - unit_start;  // since this identity x bucket began
     r.extra["time"] = utc_now();
     if (!stage.empty()) r.extra["stage"] = stage;
     if (db.contains(r.key())) return;  // a duplicate of a crashed job's sibling: kept once
@@ -304,6 +316,7 @@ TuneSummary autotune(const TuneOptions& o) {
     const Unit& u = units[ui];
     outcome_counts.clear();  // the progress line counts this unit's outcomes
     const NamedShape shape = u.bucket.representative();
+    unit_start = elapsed();
     const schedules::Accumulator acc = accumulator_of(u.id);
     Strategy strategy(o.strategy, info, acc,
                       mix(o.seed, u.identity + "|" + u.bucket.name + "|" + o.strategy));

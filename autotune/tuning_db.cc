@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -77,6 +78,8 @@ Outcome parse_outcome(const std::string& text) {
 std::string Record::key() const {
   std::string k = identity + "|" + target + "|" + bucket + "|" + schedule.dump();
   if (extra.contains("stage")) k += "|" + extra["stage"].dump();
+  // Each strategy's search is its own experiment (random against evolutionary at equal budget).
+  if (extra.contains("strategy")) k += "|" + extra["strategy"].dump();
   return k;
 }
 
@@ -242,6 +245,87 @@ std::map<std::string, Winner> best_records(const std::vector<Record>& records) {
     it = it->second.record ? std::next(it) : best.erase(it);
   }
   return best;
+}
+
+double relative_spread(const Record& r) {
+  if (r.samples_s.size() < 4) return 0;
+  std::vector<double> s = r.samples_s;
+  std::sort(s.begin(), s.end());
+  const auto at = [&](double q) { return s[static_cast<std::size_t>(q * double(s.size() - 1))]; };
+  const double median = at(0.5);
+  return median > 0 ? (at(0.75) - at(0.25)) / median : 0;
+}
+
+std::map<std::string, Serving> merge_within_noise(const std::vector<Record>& records,
+                                                  const std::map<std::string, Winner>& best) {
+  const auto final_stage = [](const Record& x) { return x.extra.value("stage", "") == "final"; };
+  // Per (identity, target): bucket group -> schedule text -> that schedule's record in the bucket.
+  std::map<std::string, std::map<std::string, std::map<std::string, const Record*>>> measured;
+  for (const Record& r : records) {
+    const std::string group = r.identity + "|" + r.target + "|" + r.bucket;
+    if (r.outcome != Outcome::kPassed || r.rate <= 0 || !best.count(group)) continue;
+    const std::string stage = r.extra.value("stage", "");
+    if (!stage.empty() && stage != "final") continue;  // only the search and its finalists
+    const Record*& slot = measured[r.identity + "|" + r.target][group][r.schedule.dump()];
+    if (!slot || final_stage(r) > final_stage(*slot) ||
+        (final_stage(r) == final_stage(*slot) && r.rate > slot->rate)) {
+      slot = &r;
+    }
+  }
+  std::map<std::string, Serving> out;
+  for (const auto& [family, buckets] : measured) {
+    // Which buckets each schedule may serve, and its rate there.
+    std::map<std::string, std::map<std::string, const Record*>> serves;  // schedule -> group -> rec
+    std::map<std::string, double> tolerance;
+    for (const auto& [group, by_schedule] : buckets) {
+      const Record* w = best.at(group).record;
+      double tol = std::max(kMergeNoiseFloor, relative_spread(*w));
+      for (const auto& [text, r] : by_schedule) {
+        const double t = std::max(tol, relative_spread(*r));
+        if (r == w || r->rate >= w->rate * (1 - t)) serves[text][group] = r;
+      }
+      tolerance[group] = tol;
+    }
+    std::set<std::string> uncovered;
+    for (const auto& [group, by_schedule] : buckets) uncovered.insert(group);
+    std::set<std::string> chosen;
+    while (!uncovered.empty()) {
+      std::string pick;
+      std::size_t pick_count = 0;
+      double pick_sum = -1;
+      for (const auto& [text, groups] : serves) {
+        if (chosen.count(text)) continue;
+        std::size_t count = 0;
+        double sum = 0;
+        for (const auto& [group, r] : groups) {
+          if (uncovered.count(group)) {
+            ++count;
+            sum += r->rate / best.at(group).record->rate;
+          }
+        }
+        if (count > pick_count || (count == pick_count && count > 0 && sum > pick_sum)) {
+          pick = text;
+          pick_count = count;
+          pick_sum = sum;
+        }
+      }
+      if (pick_count == 0) break;  // cannot happen: every winner serves its own bucket
+      chosen.insert(pick);
+      for (const auto& [group, r] : serves[pick]) uncovered.erase(group);
+    }
+    for (const auto& [group, by_schedule] : buckets) {
+      const Record* w = best.at(group).record;
+      const Record* served = nullptr;
+      for (const std::string& text : chosen) {
+        auto it = serves[text].find(group);
+        if (it != serves[text].end() && (!served || it->second->rate > served->rate)) {
+          served = it->second;
+        }
+      }
+      out[group] = Serving{w, served ? served : w, tolerance[group]};
+    }
+  }
+  return out;
 }
 
 }  // namespace mmtune::tune

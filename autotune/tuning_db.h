@@ -44,9 +44,9 @@ struct Record {
   std::string detail;             // why it failed, in a sentence
   nlohmann::json extra = nlohmann::json::object();  // any other key
 
-  // The candidate's key: identity, target, bucket, schedule and stage (extra "stage": "final" for
-  // a finalist's re-measurement). A database holds each key once (a resumed run never measures a
-  // candidate twice).
+  // The candidate's key: identity, target, bucket, schedule, stage (extra "stage": "final" for
+  // a finalist's re-measurement) and strategy (extra "strategy": each strategy's search is its own
+  // experiment). A database holds each key once (a resumed run never measures a candidate twice).
   std::string key() const;
   nlohmann::json to_json() const;
   // InvalidArgument naming the missing or mistyped key.
@@ -97,5 +97,25 @@ struct Winner {
   int passed = 0;
 };
 std::map<std::string, Winner> best_records(const std::vector<Record>& records);
+
+// A record's measurement noise: the interquartile range of its samples over their median (0 with
+// fewer than 4 samples).
+double relative_spread(const Record& r);
+
+// Buckets whose winners are within measurement noise of each other share one kernel. For each
+// (identity, target), schedule S may serve bucket B when S passed in B at a rate within the noise
+// of B's winner: rate(S, B) >= rate(winner) * (1 - max(kMergeNoiseFloor, spread of either)), with
+// S's finalist re-measurement in B preferred to its search record. The fewest schedules serving
+// every bucket are chosen greedily (most buckets first, then the higher summed rate), each bucket
+// taking the chosen schedule with its best rate there. Every bucket of `best` gets one entry, keyed
+// like best_records.
+constexpr double kMergeNoiseFloor = 0.03;
+struct Serving {
+  const Record* winner;  // the bucket's own winner (best_records)
+  const Record* served;  // the record of the schedule that serves it, in this bucket
+  double tolerance;      // the relative noise allowed for this bucket
+};
+std::map<std::string, Serving> merge_within_noise(const std::vector<Record>& records,
+                                                  const std::map<std::string, Winner>& best);
 
 }  // namespace mmtune::tune

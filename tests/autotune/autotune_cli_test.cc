@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -196,13 +197,71 @@ TEST_F(Autotune, BadArgumentsAreRefusedBeforeAnythingRuns) {
       {"--shard 2/2", "--shard '2/2' is not I/N"},
       {"--strategy greedy", "--strategy 'greedy'"},
       {"--target x86-64-linux-avx9", "avx9"},
+      {"--ops-from " + path("none.json"), "none.json' cannot be read"},
+      {"--ops-from " + path("not_json.json"), "not_json.json' is not JSON"},
+      {"--ops-from " + path("bad_kernel.json"), "kernel 1: "},
   };
+  std::ofstream(path("not_json.json")) << "{\"kernels\": [";
+  std::ofstream(path("bad_kernel.json"))
+      << R"({"kernels": [{"op": "Gemm", "generator": "mmtune_gemm", "params": {}},)"
+      << R"( {"op": "Gemm", "generator": "mmtune_gemm", "params": {"A.type": "float33"}}]})";
   for (const Case& c : cases) {
     const CliResult r = run("autotune --quiet --out " + path("out") + " " + c.args);
     EXPECT_EQ(r.exit_code, 1) << c.args << ": " << r.err;
     EXPECT_NE(r.err.find(c.want), std::string::npos) << c.args << ": " << r.err;
     EXPECT_FALSE(fs::exists(path("out") + "/tuning.jsonl")) << c.args;
   }
+}
+
+TEST_F(Autotune, OpsFromADatabaseTunesItsIdentitiesWithItsSchedulesFirst) {
+  // Two kernels of one identity (two buckets) and one of another: two identities, each with its
+  // database schedules as the first candidates, before anything else is drawn.
+  const nlohmann::json a = {{"template", "cpu_matmul"},
+                            {"tile_rows", 3},
+                            {"tile_vectors", 1},
+                            {"k_unroll", 2},
+                            {"n_block", 0},
+                            {"pack_b", false},
+                            {"parallel", false}};
+  nlohmann::json b = a;
+  b["tile_rows"] = 5;
+  const nlohmann::json gemm = {{"A.type", "float32"}, {"B.type", "float32"}, {"C.type", "float32"},
+                               {"Y.type", "float32"}, {"trans_a", "false"},  {"trans_b", "false"},
+                               {"has_c", "true"},     {"contract", "fma"}};
+  nlohmann::json gemm_int = gemm;
+  for (const char* p : {"A.type", "B.type", "C.type", "Y.type"}) gemm_int[p] = "int32";
+  gemm_int["contract"] = "strict";
+  const nlohmann::json db = {
+      {"target", "x86-64-linux-avx2-fma-f16c"},
+      {"kernels",
+       {{{"op", "Gemm"}, {"generator", "mmtune_gemm"}, {"params", gemm}, {"schedule", a}},
+        {{"op", "Gemm"}, {"generator", "mmtune_gemm"}, {"params", gemm}, {"schedule", b}},
+        {{"op", "Gemm"}, {"generator", "mmtune_gemm"}, {"params", gemm_int}, {"schedule", b}}}}};
+  std::ofstream(path("ship.json")) << db.dump();
+  const CliResult r = run("autotune" + std::string(kQuick) + " --ops-from " + path("ship.json") +
+                          " --target x86-64-linux-avx2-fma-f16c --shape 3,40,24 --max-candidates 3"
+                          " --jobs 1 --out " +
+                          path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Database d = Database::open(path("out") + "/tuning.jsonl", false);
+  std::map<std::string, std::vector<nlohmann::json>> tried;  // identity -> schedules in order
+  for (const Record& rec : d.records()) tried[rec.identity].push_back(rec.schedule);
+  ASSERT_EQ(tried.size(), 2u);
+  const auto& fma = tried.at("Gemm:float32:contract=fma");
+  const auto& s32 = tried.at("Gemm:int32");
+  ASSERT_EQ(fma.size(), 3u);
+  ASSERT_EQ(s32.size(), 3u);
+  // The first is the template's default; then the database's schedules, in its order (compared on
+  // the knobs the database gives; the tuner fills in the rest).
+  auto same = [](const nlohmann::json& tried_schedule, const nlohmann::json& given) {
+    for (const auto& [k, v] : given.items()) {
+      if (tried_schedule.value(k, nlohmann::json()) != v) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(same(fma[1], a)) << fma[1];
+  EXPECT_TRUE(same(fma[2], b)) << fma[2];
+  EXPECT_TRUE(same(s32[1], b)) << s32[1];
 }
 
 }  // namespace

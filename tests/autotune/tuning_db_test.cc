@@ -195,6 +195,49 @@ TEST_F(TuningDb, MergeUnionsByCandidateKeyAndBestPicksTheFastest) {
   EXPECT_FALSE(fs::exists(path("out.jsonl")));
 }
 
+TEST(TuningDbMerge, BucketsWithinNoiseShareOneScheduleOthersKeepTheirOwn) {
+  const std::string a = "m1.n1-512.k1-512", b = "m2-8.n1-512.k1-512", c = "m65-.n1-512.k1-512";
+  // Bucket a: schedule 4 wins (10), 6 is 2% behind (within the 3% floor). Bucket b: 6 wins (20),
+  // 4 is 10% behind (outside). Bucket c: 8 wins (30), 6 at 29.4 (2% behind), 4 at 27 (10%).
+  // The fewest schedules serving every bucket: 6 alone serves a, b and c.
+  std::vector<Record> rs = {
+      record(4, Outcome::kPassed, 10e9, a), record(6, Outcome::kPassed, 9.8e9, a),
+      record(6, Outcome::kPassed, 20e9, b), record(4, Outcome::kPassed, 18e9, b),
+      record(8, Outcome::kPassed, 30e9, c), record(6, Outcome::kPassed, 29.4e9, c),
+      record(4, Outcome::kPassed, 27e9, c)};
+  auto serving = merge_within_noise(rs, best_records(rs));
+  ASSERT_EQ(serving.size(), 3u);
+  for (const auto& [group, s] : serving) {
+    EXPECT_EQ(s.served->schedule.at("tile_rows"), 6) << group;
+    EXPECT_EQ(s.served->bucket, s.winner->bucket) << group;  // its own record in that bucket
+    EXPECT_DOUBLE_EQ(s.tolerance, kMergeNoiseFloor) << group;
+  }
+  // Without 6's record in c, two schedules are needed: 6 for a and b, and c keeps its own winner
+  // 8, since 4 at 27 is 10% behind 8's 30.
+  rs.erase(rs.begin() + 5);
+  const auto rows_of = [](const std::map<std::string, Serving>& sv) {
+    std::map<std::string, int> rows;
+    for (const auto& [group, s] : sv) rows[s.winner->bucket] = s.served->schedule.at("tile_rows");
+    return rows;
+  };
+  auto rows = rows_of(merge_within_noise(rs, best_records(rs)));
+  EXPECT_EQ(rows[a], 6);
+  EXPECT_EQ(rows[b], 6);
+  EXPECT_EQ(rows[c], 8);
+  // Noisy measurements widen the tolerance: with schedule 4's samples in b and c spread by 25%
+  // (interquartile range over median), 10% behind is within noise and 4 alone serves all three.
+  Record noisy_b = record(4, Outcome::kPassed, 18e9, b),
+         noisy_c = record(4, Outcome::kPassed, 27e9, c);
+  noisy_b.samples_s = noisy_c.samples_s = {1.0, 1.1, 1.2, 1.3, 0.9, 1.0, 1.2, 0.95};
+  EXPECT_NEAR(relative_spread(noisy_b), 0.25, 1e-12);
+  rs[3] = noisy_b;
+  rs.back() = noisy_c;
+  rows = rows_of(merge_within_noise(rs, best_records(rs)));
+  EXPECT_EQ(rows[a], 4);
+  EXPECT_EQ(rows[b], 4);
+  EXPECT_EQ(rows[c], 4);
+}
+
 TEST(TuneBuckets, ClassesOfMNAndK) {
   EXPECT_EQ(bucket_of(1, 4096, 4096).name, "m1.n513-4096.k513-4096");
   EXPECT_EQ(bucket_of(16, 11008, 100).name, "m9-64.n4097+.k1-512");
@@ -259,6 +302,40 @@ TEST(TuneReport, ShowsWinnerAgainstDefaultAndOneCurvePerStrategy) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // SVG namespace only
   EXPECT_EQ(html.find("https://"), std::string::npos);
+  // Time to 95 %: the wrong record (strategy evolutionary, t = 1) is not a passed one; evolutionary
+  // reached its best (25) with its third record (the wrong one came second), 1 s after its first;
+  // random with its first.
+  EXPECT_NE(html.find("evolutionary: best 25.00 G/s; 95 % of it after 3 of 3 candidates, 1 s."),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("random: 95 % of its final best within 5 minutes in 1 of 1 units."),
+            std::string::npos);
+}
+
+TEST(TuneReport, ConvergenceCountsFromTheUnitStart) {
+  std::vector<Record> rs;
+  const double rates[] = {5e9, 9e9, 9.6e9, 10e9, 9.9e9};
+  for (int i = 0; i < 5; ++i) {
+    Record r =
+        record(2 + i, i == 0 ? Outcome::kBuildFailed : Outcome::kPassed, i == 0 ? 0 : rates[i]);
+    r.extra["strategy"] = "evolutionary";
+    r.extra["elapsed_s"] = 1000.0 + 100 * i;
+    r.extra["unit_s"] = 100.0 * (i + 1);  // the unit began 100 s before the first record
+    rs.push_back(r);
+  }
+  Record fin = rs[3];
+  fin.extra["stage"] = "final";  // finalists are not part of the search's convergence
+  fin.rate = 50e9;
+  rs.push_back(fin);
+  std::vector<const Record*> ptrs;
+  for (const Record& r : rs) ptrs.push_back(&r);
+  const auto c = convergence(ptrs);
+  ASSERT_EQ(c.size(), 1u);
+  const Convergence& e = c.at("evolutionary");
+  EXPECT_EQ(e.best, 10e9);
+  EXPECT_EQ(e.candidates, 5);
+  EXPECT_EQ(e.candidates_to_95, 3);  // 9.6 >= 9.5
+  EXPECT_EQ(e.seconds_to_95, 300.0);
 }
 
 }  // namespace
