@@ -199,7 +199,6 @@ std::string roofline_chart(const nlohmann::json& machine, const std::vector<Roof
      << "<text x=\"14\" y=\"" << top + plot_h / 2 << "\" transform=\"rotate(-90 14 "
      << top + plot_h / 2 << ")\" text-anchor=\"middle\">GFLOP/s (G op/s)</text>";
   // The roofs: the kernel's thread count solid, the others dashed.
-  int label_row = 0;
   for (const Roof& r : roofs) {
     const bool mine = r.threads == run_threads;
     const double ridge = r.peak / r.bandwidth;
@@ -211,10 +210,6 @@ std::string roofline_chart(const nlohmann::json& machine, const std::vector<Roof
        << "<title>" << r.threads << " thread(s): peak " << fixed(r.peak / 1e9, 1)
        << " GFLOP/s, bandwidth " << fixed(r.bandwidth / 1e9, 1) << " GB/s, ridge "
        << fixed(ridge, 2) << " FLOP/byte</title></path>";
-    os << "<text x=\"" << sx(x_hi) - 4 << "\" y=\"" << sy(r.peak) - 4 - 12 * label_row++
-       << "\" text-anchor=\"end\" fill=\"" << (mine ? "#222" : "#777") << "\">" << r.threads
-       << "t: " << fixed(r.peak / 1e9, 1) << " GFLOP/s, " << fixed(r.bandwidth / 1e9, 1)
-       << " GB/s</text>";
   }
   // The points.
   auto color_of = [&](const std::string& identity) {
@@ -248,6 +243,18 @@ std::string roofline_chart(const nlohmann::json& machine, const std::vector<Roof
      << "<rect x=\"" << lx + 0.5 << "\" y=\"" << ly + 20 << "\" width=\"9\" height=\"9\""
      << " fill=\"white\" stroke=\"#777\" stroke-width=\"2\"/><text x=\"" << lx + 14 << "\" y=\""
      << ly + 29 << "\">baseline</text>";
+  // The roofs' legend: thread count, peak, bandwidth.
+  ly += 52;
+  for (const Roof& r : roofs) {
+    const bool mine = r.threads == run_threads;
+    os << "<line x1=\"" << lx << "\" y1=\"" << ly - 4 << "\" x2=\"" << lx + 10 << "\" y2=\""
+       << ly - 4 << "\" stroke=\"" << (mine ? "#222" : "#999") << "\" stroke-width=\""
+       << (mine ? 2.5 : 1.5) << "\"" << (mine ? "" : " stroke-dasharray=\"3 2\"") << "/><text x=\""
+       << lx + 14 << "\" y=\"" << ly << "\">" << r.threads
+       << " thread(s): " << fixed(r.peak / 1e9, 1) << " GFLOP/s, " << fixed(r.bandwidth / 1e9, 1)
+       << " GB/s</text>";
+    ly += 16;
+  }
   os << "</svg>";
   return os.str();
 }
@@ -326,7 +333,8 @@ std::string render_report(const std::vector<Record>& records, const std::string&
      << "body{font:14px/1.4 sans-serif;margin:24px;color:#222}"
      << "table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:3px 8px;"
         "text-align:left}th{background:#f3f3f3}td.n{text-align:right}td.note{font-size:12px;"
-        "color:#555;max-width:520px}"
+        "color:#555;max-width:520px}table{font-size:13px}td.b{white-space:nowrap}"
+        "td.k{overflow-wrap:anywhere;max-width:300px}"
      << "svg.chart{border:1px solid #ddd;margin:4px 8px 4px 0}svg text{font:11px sans-serif}"
         "svg text.t{font-weight:bold}.unit{margin-bottom:28px}"
      << "</style></head><body>\n";
@@ -421,9 +429,10 @@ std::string render_report(const std::vector<Record>& records, const std::string&
       incorrect += r->outcome == Outcome::kIncorrect;
     }
     const auto& shape = rs.front()->shape;
-    os << "<tr><td>" << esc(unit.first) << "</td><td>" << esc(unit.second) << "</td><td>"
-       << shape.at(0) << "x" << shape.at(1) << "x" << shape.at(2) << "</td><td>" << esc(winner_name)
-       << "</td><td class=\"n\">" << (win ? gops(win->rate) : "-") << "</td><td class=\"n\">"
+    os << "<tr><td>" << esc(unit.first) << "</td><td class=\"b\">" << esc(unit.second)
+       << "</td><td>" << shape.at(0) << "x" << shape.at(1) << "x" << shape.at(2)
+       << "</td><td class=\"k\">" << esc(winner_name) << "</td><td class=\"n\">"
+       << (win ? gops(win->rate) : "-") << "</td><td class=\"n\">"
        << (default_rate > 0 ? gops(default_rate) : "-") << "</td><td class=\"n\">";
     if (win && default_rate > 0) {
       os << std::fixed << std::setprecision(2) << win->rate / default_rate << "x";
@@ -478,8 +487,9 @@ std::string render_report(const std::vector<Record>& records, const std::string&
           "(hollow) at its intensity, 2MNK over the bytes of its operands and output (each read "
           "or written once), and its measured rate. Integer kernels count 2MNK integer "
           "operations against the same float32 roof (their own, with 8-bit dot products, is "
-          "higher). A point above the bandwidth roof read its operands from a cache: at small "
-          "shapes even the rotated input copies fit in the last-level cache.</p>\n"
+          "higher). A point above the bandwidth roof read its operands from a cache (at small "
+          "shapes even the rotated input copies fit in the last-level cache) or streamed reads "
+          "faster than the triad's mix of reads and writes.</p>\n"
        << roofline_chart(machine, points, identities) << "\n";
   }
 
@@ -499,11 +509,11 @@ std::string render_report(const std::vector<Record>& records, const std::string&
       for (const Record* b : bs) {
         std::string name = b->schedule.is_object() ? b->schedule.value("baseline", "") : "";
         if (name.empty()) name = b->schedule.dump();
-        os << "<tr><td>" << esc(unit.first) << "</td><td>" << esc(unit.second) << "</td><td>"
-           << b->shape.at(0) << "x" << b->shape.at(1) << "x" << b->shape.at(2) << "</td><td>"
-           << esc(name) << "</td><td>" << outcome_name(b->outcome) << "</td><td class=\"n\">"
-           << (b->rate > 0 ? gops(b->rate) : "-") << "</td><td class=\"n\">"
-           << (win ? gops(win->rate) : "-") << "</td><td class=\"n\">"
+        os << "<tr><td>" << esc(unit.first) << "</td><td class=\"b\">" << esc(unit.second)
+           << "</td><td>" << b->shape.at(0) << "x" << b->shape.at(1) << "x" << b->shape.at(2)
+           << "</td><td>" << esc(name) << "</td><td>" << outcome_name(b->outcome)
+           << "</td><td class=\"n\">" << (b->rate > 0 ? gops(b->rate) : "-")
+           << "</td><td class=\"n\">" << (win ? gops(win->rate) : "-") << "</td><td class=\"n\">"
            << (win && b->rate > 0 ? fixed(win->rate / b->rate, 2) + "x" : "-")
            << "</td><td class=\"note\">" << esc(b->extra.value("note", ""))
            << (b->detail.empty() ? "" : " " + esc(b->detail)) << "</td></tr>\n";
