@@ -96,8 +96,12 @@ reference on adversarial inputs into poisoned, guarded outputs, and only then is
 outcome is a line of the database (--db), fsynced: interrupt at any moment (Ctrl-C finishes the
 in-flight candidates) and rerun the same command to resume; nothing is measured twice.
 
-Writes to --out: tuning.jsonl (unless --db says otherwise) and tuned/<target>.json, the database
-the build consumes (cmake -DMMTUNE_DATABASE=<out>/tuned/<target>.json).
+Where OpenBLAS or oneDNN computes the same thing (float32 Gemm, u8.s8->u8 QLinearMatMul), it is
+timed as a baseline, once per database; it is never a winner.
+
+Writes to --out: tuning.jsonl (unless --db says otherwise), tuned/<target>.json, the database
+the build consumes (cmake -DMMTUNE_DATABASE=<out>/tuned/<target>.json), machine.json (peak
+FLOP/s and memory bandwidth, measured at the start) and report.html.
 
 SPEC is OP[:TYPES][:KEY=VALUE...], e.g.
   Gemm:float32:contract=fma   QLinearMatMul:uint8,int8,uint8:requant=float32
@@ -183,7 +187,8 @@ std::function<int()> add_autotune_command(CLI::App& app) {
   sub->add_option("--finalists", o->finalists, "best candidates re-measured interleaved");
   sub->add_option("--timeout", o->timeout, "seconds allowed per compile and gate");
   sub->add_flag("--quiet", o->quiet, "no progress output");
-  sub->add_flag("--no-emit", o->no_emit, "do not write tuned/<target>.json");
+  sub->add_flag("--no-emit", o->no_emit,
+                "do not write tuned/<target>.json, machine.json or report.html");
   sub->add_option("--inject-fault", o->inject_fault)->group("");  // tests: drop_tail
   return [o] {
     tune::TuneOptions t;

@@ -5,12 +5,16 @@
 #include <cmath>
 #include <iomanip>
 #include <map>
+#include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 
 #include "autotune/kernel_key.h"
 #include "autotune/kernel_naming.h"
 #include "autotune/tune_inputs.h"
+#include "autotune/tune_machine.h"
+#include "reference/registry.h"
 
 namespace mmtune::tune {
 namespace {
@@ -106,6 +110,212 @@ double unit_seconds(const Record& r, double first_elapsed) {
   return r.extra.value("elapsed_s", 0.0) - first_elapsed;
 }
 
+std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+// An axis label of a log scale: 0.01, 0.5, 20, 3000.
+std::string sig(double v) {
+  std::ostringstream os;
+  if (v >= 1) {
+    os << std::fixed << std::setprecision(0) << v;
+  } else {
+    os << std::setprecision(3) << v;
+  }
+  return os.str();
+}
+
+struct RooflinePoint {
+  double intensity, rate;  // FLOP/byte, FLOP/s
+  std::string identity, label;
+  bool baseline;
+};
+
+// The roofline, log-log: the roof min(peak, intensity x bandwidth) of each measured thread count
+// (the run's solid, the others dashed) and every point, winners filled, baselines hollow, one
+// color per identity.
+std::string roofline_chart(const nlohmann::json& machine, const std::vector<RooflinePoint>& points,
+                           const std::vector<std::string>& identities) {
+  const int run_threads = machine.value("run_threads", 1);
+  const double w = 800, h = 440, left = 70, right = 270, top = 30, bottom = 46;
+  struct Roof {
+    int threads;
+    double peak, bandwidth;
+  };
+  std::vector<Roof> roofs;
+  for (const nlohmann::json& e : machine["peak"]) {
+    const int t = e.value("threads", 0);
+    const double peak = machine_figure(machine, "peak", "flops", t);
+    const double bw = machine_figure(machine, "bandwidth", "bytes_per_s", t);
+    if (peak > 0 && bw > 0) roofs.push_back({t, peak, bw});
+  }
+  double x_lo = 1e300, x_hi = 0, y_lo = 1e300, y_hi = 0;
+  for (const Roof& r : roofs) {
+    const double ridge = r.peak / r.bandwidth;
+    x_lo = std::min(x_lo, ridge / 16);
+    x_hi = std::max(x_hi, ridge * 16);
+    y_hi = std::max(y_hi, r.peak * 2);
+  }
+  for (const RooflinePoint& p : points) {
+    x_lo = std::min(x_lo, p.intensity / 2);
+    x_hi = std::max(x_hi, p.intensity * 2);
+    y_lo = std::min(y_lo, p.rate / 2);
+    y_hi = std::max(y_hi, p.rate * 2);
+  }
+  for (const Roof& r : roofs) y_lo = std::min(y_lo, r.bandwidth * x_lo);
+  // Whole decades.
+  x_lo = std::pow(10, std::floor(std::log10(x_lo)));
+  x_hi = std::pow(10, std::ceil(std::log10(x_hi)));
+  y_lo = std::pow(10, std::floor(std::log10(y_lo)));
+  y_hi = std::pow(10, std::ceil(std::log10(y_hi)));
+  const double plot_w = w - left - right, plot_h = h - top - bottom;
+  auto sx = [&](double x) {
+    return left +
+           plot_w * (std::log10(x) - std::log10(x_lo)) / (std::log10(x_hi) - std::log10(x_lo));
+  };
+  auto sy = [&](double y) {
+    return top + plot_h -
+           plot_h * (std::log10(y) - std::log10(y_lo)) / (std::log10(y_hi) - std::log10(y_lo));
+  };
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1);
+  os << "<svg id=\"roofline\" class=\"chart roofline\" xmlns=\"http://www.w3.org/2000/svg\" "
+        "width=\""
+     << w << "\" height=\"" << h << "\" viewBox=\"0 0 " << w << " " << h << "\" role=\"img\">"
+     << "<title>Roofline: attainable FLOP/s = min(peak, intensity x bandwidth)</title>"
+     << "<text x=\"" << left << "\" y=\"18\" class=\"t\">Roofline (" << run_threads
+     << " thread(s) per kernel; measured peak and STREAM bandwidth)</text>";
+  // Decade grid and labels.
+  for (double x = x_lo; x <= x_hi * 1.001; x *= 10) {
+    os << "<line x1=\"" << sx(x) << "\" y1=\"" << top << "\" x2=\"" << sx(x) << "\" y2=\""
+       << top + plot_h << "\" stroke=\"#e4e4e4\"/><text x=\"" << sx(x) << "\" y=\""
+       << top + plot_h + 14 << "\" text-anchor=\"middle\">" << sig(x) << "</text>";
+  }
+  for (double y = y_lo; y <= y_hi * 1.001; y *= 10) {
+    os << "<line x1=\"" << left << "\" y1=\"" << sy(y) << "\" x2=\"" << left + plot_w << "\" y2=\""
+       << sy(y) << "\" stroke=\"#e4e4e4\"/><text x=\"" << left - 4 << "\" y=\"" << sy(y) + 4
+       << "\" text-anchor=\"end\">" << sig(y / 1e9) << "</text>";
+  }
+  os << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\""
+     << plot_h << "\" fill=\"none\" stroke=\"#444\"/>"
+     << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << h - 8
+     << "\" text-anchor=\"middle\">arithmetic intensity, FLOP per byte of operands and "
+        "output</text>"
+     << "<text x=\"14\" y=\"" << top + plot_h / 2 << "\" transform=\"rotate(-90 14 "
+     << top + plot_h / 2 << ")\" text-anchor=\"middle\">GFLOP/s (G op/s)</text>";
+  // The roofs: the kernel's thread count solid, the others dashed.
+  for (const Roof& r : roofs) {
+    const bool mine = r.threads == run_threads;
+    const double ridge = r.peak / r.bandwidth;
+    const double x0 = std::max(x_lo, y_lo / r.bandwidth);
+    os << "<path class=\"roof\" d=\"M" << sx(x0) << "," << sy(r.bandwidth * x0) << " L" << sx(ridge)
+       << "," << sy(r.peak) << " L" << sx(x_hi) << "," << sy(r.peak) << "\" fill=\"none\" stroke=\""
+       << (mine ? "#222" : "#999") << "\" stroke-width=\"" << (mine ? 2.5 : 1.5) << "\""
+       << (mine ? "" : " stroke-dasharray=\"6 4\"") << ">"
+       << "<title>" << r.threads << " thread(s): peak " << fixed(r.peak / 1e9, 1)
+       << " GFLOP/s, bandwidth " << fixed(r.bandwidth / 1e9, 1) << " GB/s, ridge "
+       << fixed(ridge, 2) << " FLOP/byte</title></path>";
+  }
+  // The points.
+  auto color_of = [&](const std::string& identity) {
+    const auto it = std::find(identities.begin(), identities.end(), identity);
+    return kColors[static_cast<std::size_t>(it - identities.begin()) % 5];
+  };
+  for (const RooflinePoint& p : points) {
+    const char* color = color_of(p.identity);
+    const double x = sx(p.intensity), y = sy(p.rate);
+    if (p.baseline) {
+      os << "<rect class=\"baseline\" x=\"" << x - 4.5 << "\" y=\"" << y - 4.5
+         << "\" width=\"9\" height=\"9\" fill=\"white\" stroke=\"" << color
+         << "\" stroke-width=\"2\">";
+    } else {
+      os << "<circle class=\"winner\" cx=\"" << x << "\" cy=\"" << y << "\" r=\"5\" fill=\""
+         << color << "\" stroke=\"white\">";
+    }
+    os << "<title>" << esc(p.label) << ": " << fixed(p.rate / 1e9, 2) << " G/s at "
+       << fixed(p.intensity, 2) << " FLOP/byte</title>" << (p.baseline ? "</rect>" : "</circle>");
+  }
+  // Legend: identities, then the markers.
+  const double lx = left + plot_w + 12;
+  double ly = top + 10;
+  for (const std::string& id : identities) {
+    os << "<circle cx=\"" << lx + 5 << "\" cy=\"" << ly - 4 << "\" r=\"5\" fill=\"" << color_of(id)
+       << "\"/><text x=\"" << lx + 14 << "\" y=\"" << ly << "\">" << esc(id) << "</text>";
+    ly += 16;
+  }
+  os << "<circle cx=\"" << lx + 5 << "\" cy=\"" << ly + 8 << "\" r=\"5\" fill=\"#777\"/><text x=\""
+     << lx + 14 << "\" y=\"" << ly + 12 << "\">mmtune winner</text>"
+     << "<rect x=\"" << lx + 0.5 << "\" y=\"" << ly + 20 << "\" width=\"9\" height=\"9\""
+     << " fill=\"white\" stroke=\"#777\" stroke-width=\"2\"/><text x=\"" << lx + 14 << "\" y=\""
+     << ly + 29 << "\">baseline</text>";
+  // The roofs' legend: thread count, peak, bandwidth.
+  ly += 52;
+  for (const Roof& r : roofs) {
+    const bool mine = r.threads == run_threads;
+    os << "<line x1=\"" << lx << "\" y1=\"" << ly - 4 << "\" x2=\"" << lx + 10 << "\" y2=\""
+       << ly - 4 << "\" stroke=\"" << (mine ? "#222" : "#999") << "\" stroke-width=\""
+       << (mine ? 2.5 : 1.5) << "\"" << (mine ? "" : " stroke-dasharray=\"3 2\"") << "/><text x=\""
+       << lx + 14 << "\" y=\"" << ly << "\">" << r.threads
+       << " thread(s): " << fixed(r.peak / 1e9, 1) << " GFLOP/s, " << fixed(r.bandwidth / 1e9, 1)
+       << " GB/s</text>";
+    ly += 16;
+  }
+  os << "</svg>";
+  return os.str();
+}
+
+// Bytes per unit of each term of a call's size (1, M, N, K, MN, MK, KN) for one identity.
+struct ByteTerms {
+  double c1 = 0, m = 0, n = 0, k = 0, mn = 0, mk = 0, kn = 0;
+  bool ok = false;
+};
+
+ByteTerms byte_terms(const KernelIdentity& id) {
+  // A call at M=2, N=3, K=5: every element count (1, 2, 3, 5, 6, 10, 15) names its dimensions.
+  ByteTerms t;
+  try {
+    std::mt19937_64 rng(1);
+    const OpCall call = make_call(id, 2, 3, 5, DataKind::kRandom, rng);
+    std::vector<const Tensor*> tensors;
+    for (const auto& [name, tensor] : call.inputs) tensors.push_back(&tensor);
+    const Tensor out = run_reference(call.op, call.inputs, call.attrs);
+    tensors.push_back(&out);
+    for (const Tensor* x : tensors) {
+      const double size = static_cast<double>(dtype_size(x->dtype));
+      switch (x->numel()) {
+        case 1:
+          t.c1 += size;
+          break;
+        case 2:
+          t.m += size;
+          break;
+        case 3:
+          t.n += size;
+          break;
+        case 5:
+          t.k += size;
+          break;
+        case 6:
+          t.mn += size;
+          break;
+        case 10:
+          t.mk += size;
+          break;
+        case 15:
+          t.kn += size;
+          break;
+        default:
+          return t;  // not a 2-D product's operand: unknown
+      }
+    }
+    t.ok = true;
+  } catch (const std::exception&) {
+  }
+  return t;
+}
+
 }  // namespace
 
 std::map<std::string, Convergence> convergence(const std::vector<const Record*>& unit_records) {
@@ -139,10 +349,19 @@ std::map<std::string, Convergence> convergence(const std::vector<const Record*>&
   return out;
 }
 
-std::string render_report(const std::vector<Record>& records, const std::string& target) {
-  std::vector<const Record*> mine;
+double call_bytes(const KernelIdentity& id, int64_t m, int64_t n, int64_t k) {
+  const ByteTerms t = byte_terms(id);
+  if (!t.ok) return 0;
+  const double dm = double(m), dn = double(n), dk = double(k);
+  return t.c1 + t.m * dm + t.n * dn + t.k * dk + t.mn * dm * dn + t.mk * dm * dk + t.kn * dk * dn;
+}
+
+std::string render_report(const std::vector<Record>& records, const std::string& target,
+                          const nlohmann::json& machine) {
+  std::vector<const Record*> mine, baselines;
   for (const Record& r : records) {
-    if (r.target == target) mine.push_back(&r);
+    if (r.target != target) continue;
+    (is_baseline(r) ? baselines : mine).push_back(&r);
   }
   std::map<std::string, int> outcomes;
   for (const Record* r : mine) ++outcomes[outcome_name(r->outcome)];
@@ -151,7 +370,9 @@ std::string render_report(const std::vector<Record>& records, const std::string&
      << "<title>mmtune autotune report: " << esc(target) << "</title><style>"
      << "body{font:14px/1.4 sans-serif;margin:24px;color:#222}"
      << "table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:3px 8px;"
-        "text-align:left}th{background:#f3f3f3}td.n{text-align:right}"
+        "text-align:left}th{background:#f3f3f3}td.n{text-align:right}td.note{font-size:12px;"
+        "color:#555;max-width:520px}table{font-size:13px}td.b{white-space:nowrap}"
+        "td.k{overflow-wrap:anywhere;max-width:300px}"
      << "svg.chart{border:1px solid #ddd;margin:4px 8px 4px 0}svg text{font:11px sans-serif}"
         "svg text.t{font-weight:bold}.unit{margin-bottom:28px}"
      << "</style></head><body>\n";
@@ -165,21 +386,65 @@ std::string render_report(const std::vector<Record>& records, const std::string&
   os << "<p>" << mine.size() << " candidate records:";
   for (const auto& [name, n] : outcomes) os << " " << esc(name) << " " << n << ";";
   os << " every passed candidate matched the reference bit for bit on its gate battery before it "
-        "was timed.</p>\n";
+        "was timed. "
+     << baselines.size() << " baseline records.</p>\n";
 
-  // Units: identity x bucket.
-  std::map<std::pair<std::string, std::string>, std::vector<const Record*>> units;
+  // The machine.
+  const bool measured = machine.is_object() && machine.contains("peak");
+  const int run_threads = measured ? machine.value("run_threads", 1) : 1;
+  os << "<h2>This machine</h2>\n";
+  if (measured) {
+    os << "<table class=\"machine\"><tr><th>CPU</th><td>" << esc(machine.value("cpu", "?")) << ", "
+       << machine.value("cores", 0) << " cores</td></tr><tr><th>measured</th><td>"
+       << esc(machine.value("time", "?")) << ", at the start of the run, in "
+       << fixed(machine.value("seconds", 0.0), 2) << " s</td></tr><tr><th>vector</th><td>"
+       << esc(machine.value("vector", "?")) << " (" << machine.value("vector_bits", 0)
+       << " bits)</td></tr><tr><th>peak float32 FLOP/s</th><td>";
+    for (const nlohmann::json& e : machine["peak"]) {
+      os << e.value("threads", 0) << " thread(s): " << fixed(e.value("flops", 0.0) / 1e9, 1)
+         << " GFLOP/s<br>";
+    }
+    os << "</td></tr><tr><th>memory bandwidth (STREAM triad)</th><td>";
+    for (const nlohmann::json& e : machine.value("bandwidth", nlohmann::json::array())) {
+      os << e.value("threads", 0) << " thread(s): " << fixed(e.value("bytes_per_s", 0.0) / 1e9, 1)
+         << " GB/s<br>";
+    }
+    const double peak = machine_figure(machine, "peak", "flops", run_threads);
+    const double bw = machine_figure(machine, "bandwidth", "bytes_per_s", run_threads);
+    os << "</td></tr><tr><th>ridge point (" << run_threads << " thread(s))</th><td>"
+       << (bw > 0 ? fixed(peak / bw, 2) : "-")
+       << " FLOP/byte: kernels below it are bound by memory, above it by arithmetic</td></tr>"
+       << "<tr><th>method</th><td class=\"note\">" << esc(machine.value("method", ""))
+       << "</td></tr></table>\n";
+  } else {
+    os << "<p>No machine measurement for this report (the tuner writes one to machine.json at the "
+          "start of every run that writes a report): no roofline.</p>\n";
+  }
+
+  // Units: identity x bucket (candidates); baselines by unit.
+  std::map<std::pair<std::string, std::string>, std::vector<const Record*>> units, unit_baselines;
   for (const Record* r : mine) units[{r->identity, r->bucket}].push_back(r);
+  for (const Record* r : baselines) unit_baselines[{r->identity, r->bucket}].push_back(r);
   const schedules::TargetInfo info = schedules::target_info(target);
+  std::map<std::pair<std::string, std::string>, const Record*> winners;
 
-  os << "<h2>Winners</h2><table><tr><th>identity</th><th>bucket</th><th>shape</th>"
+  os << "<h2>Winners</h2><table "
+        "class=\"winners\"><tr><th>identity</th><th>bucket</th><th>shape</th>"
         "<th>winner</th><th>G/s</th><th>default G/s</th><th>speed-up</th><th>candidates</th>"
         "<th>passed</th><th>incorrect</th></tr>\n";
   for (const auto& [unit, rs] : units) {
     std::vector<Record> copy;
     for (const Record* r : rs) copy.push_back(*r);
     const auto best = best_records(copy);
-    const Record* win = best.empty() ? nullptr : best.begin()->second.record;
+    const Record* win = nullptr;
+    if (!best.empty()) {
+      // The same record in `rs` (best points into the copy).
+      const std::string key = best.begin()->second.record->key();
+      for (const Record* r : rs) {
+        if (r->key() == key) win = r;
+      }
+    }
+    winners[unit] = win;
     double default_rate = 0;
     std::string winner_name = "-";
     try {
@@ -202,9 +467,10 @@ std::string render_report(const std::vector<Record>& records, const std::string&
       incorrect += r->outcome == Outcome::kIncorrect;
     }
     const auto& shape = rs.front()->shape;
-    os << "<tr><td>" << esc(unit.first) << "</td><td>" << esc(unit.second) << "</td><td>"
-       << shape.at(0) << "x" << shape.at(1) << "x" << shape.at(2) << "</td><td>" << esc(winner_name)
-       << "</td><td class=\"n\">" << (win ? gops(win->rate) : "-") << "</td><td class=\"n\">"
+    os << "<tr><td>" << esc(unit.first) << "</td><td class=\"b\">" << esc(unit.second)
+       << "</td><td>" << shape.at(0) << "x" << shape.at(1) << "x" << shape.at(2)
+       << "</td><td class=\"k\">" << esc(winner_name) << "</td><td class=\"n\">"
+       << (win ? gops(win->rate) : "-") << "</td><td class=\"n\">"
        << (default_rate > 0 ? gops(default_rate) : "-") << "</td><td class=\"n\">";
     if (win && default_rate > 0) {
       os << std::fixed << std::setprecision(2) << win->rate / default_rate << "x";
@@ -214,7 +480,87 @@ std::string render_report(const std::vector<Record>& records, const std::string&
     os << "</td><td class=\"n\">" << rs.size() << "</td><td class=\"n\">" << passed
        << "</td><td class=\"n\">" << incorrect << "</td></tr>\n";
   }
-  os << "</table>\n<h2>Convergence</h2>\n<p>Best rate found so far against the number of "
+  os << "</table>\n";
+
+  // The roofline.
+  std::map<std::string, double> intensity_of;  // "identity|M|N|K" -> FLOP/byte
+  auto intensity = [&](const Record& r) {
+    const std::string key = r.identity + "|" + std::to_string(r.shape.at(0)) + "|" +
+                            std::to_string(r.shape.at(1)) + "|" + std::to_string(r.shape.at(2));
+    auto it = intensity_of.find(key);
+    if (it != intensity_of.end()) return it->second;
+    double v = 0;
+    try {
+      const double bytes =
+          call_bytes(parse_identity_spec(r.identity), r.shape.at(0), r.shape.at(1), r.shape.at(2));
+      if (bytes > 0) {
+        v = 2.0 * double(r.shape.at(0)) * double(r.shape.at(1)) * double(r.shape.at(2)) / bytes;
+      }
+    } catch (const std::exception&) {
+    }
+    return intensity_of[key] = v;
+  };
+  if (measured) {
+    std::vector<RooflinePoint> points;
+    std::vector<std::string> identities;
+    auto add_identity = [&](const std::string& id) {
+      if (std::find(identities.begin(), identities.end(), id) == identities.end())
+        identities.push_back(id);
+    };
+    for (const auto& [unit, win] : winners) {
+      if (!win || win->rate <= 0 || intensity(*win) <= 0) continue;
+      add_identity(unit.first);
+      points.push_back({intensity(*win), win->rate, unit.first,
+                        "mmtune winner, " + unit.first + " " + unit.second, false});
+    }
+    for (const Record* b : baselines) {
+      if (b->rate <= 0 || intensity(*b) <= 0) continue;
+      add_identity(b->identity);
+      points.push_back({intensity(*b), b->rate, b->identity,
+                        b->schedule.value("baseline", "?") + ", " + b->identity + " " + b->bucket,
+                        true});
+    }
+    os << "<h2>Roofline</h2>\n<p>Attainable FLOP/s = min(peak, arithmetic intensity &times; memory "
+          "bandwidth), from this machine's figures above; each winner (filled) and baseline "
+          "(hollow) at its intensity, 2MNK over the bytes of its operands and output (each read "
+          "or written once), and its measured rate. Integer kernels count 2MNK integer "
+          "operations against the same float32 roof (their own, with 8-bit dot products, is "
+          "higher). A point above the bandwidth roof read its operands from a cache (at small "
+          "shapes even the rotated input copies fit in the last-level cache) or streamed reads "
+          "faster than the triad's mix of reads and writes.</p>\n"
+       << roofline_chart(machine, points, identities) << "\n";
+  }
+
+  // The baselines against the winners.
+  os << "<h2>Baselines</h2>\n";
+  if (baselines.empty()) {
+    os << "<p>No baseline records.</p>\n";
+  } else {
+    os << "<p>What other implementations reach on each bucket's shape, timed with the candidates' "
+          "protocol on the same data; mmtune &divide; baseline above 1 means the winner is "
+          "faster.</p><table class=\"baselines\"><tr><th>identity</th><th>bucket</th>"
+          "<th>shape</th><th>baseline</th><th>outcome</th><th>G/s</th><th>winner G/s</th>"
+          "<th>mmtune &divide; baseline</th><th>note</th></tr>\n";
+    for (const auto& [unit, bs] : unit_baselines) {
+      const auto w = winners.find(unit);
+      const Record* win = w == winners.end() ? nullptr : w->second;
+      for (const Record* b : bs) {
+        std::string name = b->schedule.is_object() ? b->schedule.value("baseline", "") : "";
+        if (name.empty()) name = b->schedule.dump();
+        os << "<tr><td>" << esc(unit.first) << "</td><td class=\"b\">" << esc(unit.second)
+           << "</td><td>" << b->shape.at(0) << "x" << b->shape.at(1) << "x" << b->shape.at(2)
+           << "</td><td>" << esc(name) << "</td><td>" << outcome_name(b->outcome)
+           << "</td><td class=\"n\">" << (b->rate > 0 ? gops(b->rate) : "-")
+           << "</td><td class=\"n\">" << (win ? gops(win->rate) : "-") << "</td><td class=\"n\">"
+           << (win && b->rate > 0 ? fixed(win->rate / b->rate, 2) + "x" : "-")
+           << "</td><td class=\"note\">" << esc(b->extra.value("note", ""))
+           << (b->detail.empty() ? "" : " " + esc(b->detail)) << "</td></tr>\n";
+      }
+    }
+    os << "</table>\n";
+  }
+
+  os << "<h2>Convergence</h2>\n<p>Best rate found so far against the number of "
         "candidates tried and against the seconds since the unit began, per search strategy; "
         "under each unit, when each strategy first reached 95 % of its own final best.</p>\n";
   {

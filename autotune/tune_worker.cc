@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -133,112 +132,23 @@ bool gate_schedule(const KernelIdentity& id, const Job& job, const HalideVariant
   return passed;
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  return v[static_cast<std::size_t>(std::lround(q * static_cast<double>(v.size() - 1)))];
-}
-
-bool stable(const std::vector<double>& s, const MeasureOptions& o) {
-  if (static_cast<int>(s.size()) < o.min_samples) return false;
-  const double med = median_of(s);
-  return med > 0 && (quantile(s, 0.75) - quantile(s, 0.25)) / med < o.spread;
-}
-
-// Bytes of the last-level cache (sysfs), or 32 MiB when unknown.
-int64_t last_level_cache_bytes() {
-  int64_t best = 0;
-  for (int i = 0; i < 8; ++i) {
-    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
-    std::string text;
-    if (!(f >> text) || text.empty()) continue;
-    int64_t v = std::atoll(text.c_str());
-    if (text.back() == 'K') v <<= 10;
-    if (text.back() == 'M') v <<= 20;
-    best = std::max(best, v);
-  }
-  return best > 0 ? best : int64_t{32} << 20;
-}
-
-// Times the schedules interleaved (one sample of each in turn, so drift hits all alike), each on
-// its own rotation of input copies spanning more than the last-level cache (weights cold, as in
-// inference), until every median is stable or the bounds are reached.
+// Times the schedules interleaved, each on its own rotation of the bucket's timing calls.
 std::vector<std::vector<double>> measure(const KernelIdentity& id, const Job& job,
                                          const std::vector<HalideVariant>& variants) {
-  const int64_t m = job.shape.at(0), n = job.shape.at(1), k = job.shape.at(2);
-  std::mt19937_64 rng(job.seed ^ 0x9E3779B97F4A7C15ull);
-  std::vector<OpCall> copies{make_call(id, m, n, k, DataKind::kRandom, rng)};
-  int64_t bytes = 0;
-  for (const auto& [name, t] : copies[0].inputs) bytes += static_cast<int64_t>(t.bytes.size());
-  const int64_t want =
-      std::min<int64_t>(64, (2 * last_level_cache_bytes()) / std::max<int64_t>(bytes, 1) + 1);
-  while (static_cast<int64_t>(copies.size()) < want) copies.push_back(copies[0]);
+  const std::vector<OpCall> copies =
+      timing_calls(id, job.shape.at(0), job.shape.at(1), job.shape.at(2), job.seed);
   Tensor output = run_halide(copies[0].op, copies[0].inputs, copies[0].attrs, variants[0]);
-  auto call = [&](std::size_t vi, std::size_t ci) {
-    JitRun run;
-    run.output = output.bytes.data();
-    run.output_bytes = output.bytes.size();
-    const OpCall& c = copies[ci];
-    (void)run_halide(c.op, c.inputs, c.attrs, variants[vi], &run);
-  };
-  std::vector<std::vector<double>> samples(variants.size());
-  std::vector<std::size_t> next(variants.size(), 0);
-  // Warm-up: each schedule for a few calls and at least 20 ms.
-  for (std::size_t vi = 0; vi < variants.size(); ++vi) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < 3 || seconds_since(t0) < 0.02; ++i) call(vi, next[vi]++ % copies.size());
-  }
-  const auto start = Clock::now();
-  for (;;) {
-    bool done = true;
-    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
-      auto& s = samples[vi];
-      if (stable(s, job.measure) || static_cast<int>(s.size()) >= job.measure.max_samples) continue;
-      done = false;
-      int calls = 0;
-      const auto t0 = Clock::now();
-      do {
-        call(vi, next[vi]++ % copies.size());
-        ++calls;
-      } while (seconds_since(t0) < job.measure.min_sample_s);
-      s.push_back(seconds_since(t0) / calls);
-    }
-    if (done) break;
-    const double budget = job.measure.max_time_s * static_cast<double>(variants.size());
-    if (seconds_since(start) > budget) {
-      bool enough = true;
-      for (const auto& s : samples) enough &= static_cast<int>(s.size()) >= 3;
-      if (enough) break;
-    }
-  }
-  return samples;
+  return time_interleaved(
+      variants.size(), copies.size(),
+      [&](std::size_t vi, std::size_t ci) {
+        JitRun run;
+        run.output = output.bytes.data();
+        run.output_bytes = output.bytes.size();
+        const OpCall& c = copies[ci];
+        (void)run_halide(c.op, c.inputs, c.attrs, variants[vi], &run);
+      },
+      job.measure);
 }
-
-// Holds an exclusive lock on `path` while alive (the timer's turn).
-class FileLock {
- public:
-  explicit FileLock(const std::string& path) {
-    if (path.empty()) return;
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ >= 0) {
-      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-      }
-    }
-  }
-  ~FileLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 }  // namespace
 

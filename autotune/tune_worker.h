@@ -12,18 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "autotune/tune_timing.h"
 #include "autotune/tuning_db.h"
 
 namespace mmtune::tune {
-
-struct MeasureOptions {
-  double min_sample_s = 0.002;  // each sample repeats calls for at least this long
-  int min_samples = 5;
-  int max_samples = 30;
-  double max_time_s = 2.0;  // per schedule, warm-up excluded
-  double spread = 0.03;     // stop once (p75 - p25) / median is below this
-  int threads = 1;          // Halide thread pool size (HL_NUM_THREADS of the child)
-};
 
 struct Job {
   std::string identity;                   // spec, autotune/tune_inputs.h

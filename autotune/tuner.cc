@@ -22,10 +22,13 @@
 #include "autotune/atomic_file.h"
 #include "autotune/kernel_key.h"
 #include "autotune/kernel_naming.h"
+#include "autotune/tune_baselines.h"
 #include "autotune/tune_buckets.h"
 #include "autotune/tune_inputs.h"
+#include "autotune/tune_machine.h"
 #include "autotune/tune_report.h"
 #include "autotune/tune_search.h"
+#include "autotune/tune_timing.h"
 #include "reference/error.h"
 #include "runtime/host/cpu_features.h"
 
@@ -280,17 +283,49 @@ TuneSummary autotune(const TuneOptions& o) {
   WorkerPool pool(o.exe, scratch, o.jobs, o.timeout_s);
   InterruptGuard guard;
 
+  const std::string measure_lock = scratch + "/measure.lock";
+  // The machine's peak FLOP/s and memory bandwidth, for the report's roofline: measured again by
+  // every run that writes a report (a resumed run too), under the timer's lock.
+  nlohmann::json machine;
+  if (o.emit) {
+    std::vector<int> threads = {1, o.measure.threads,
+                                static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN))};
+    {
+      FileLock turn(measure_lock);
+      machine = measure_machine(threads);
+    }
+    machine["time"] = utc_now();
+    machine["cpu"] = prov.value("cpu", "");
+    machine["cores"] = prov.value("cores", 0);
+    machine["run_threads"] = o.measure.threads;
+    write_json_atomically(machine, o.out + "/machine.json");
+    std::ostringstream os;
+    os << "mmtune autotune: this machine: peak";
+    for (const auto& e : machine["peak"]) {
+      os << " " << rate_text(e["flops"].get<double>()) << " (" << e["threads"].get<int>() << "t)";
+    }
+    os << " float32 FLOP/s (" << machine["vector"].get<std::string>() << "), memory";
+    for (const auto& e : machine["bandwidth"]) {
+      os << " " << std::fixed << std::setprecision(1) << e["bytes_per_s"].get<double>() / 1e9
+         << " GB/s (" << e["threads"].get<int>() << "t)";
+    }
+    os << ", measured in " << std::setprecision(2) << machine["seconds"].get<double>() << " s";
+    progress.line(os.str());
+  }
+
   TuneSummary summary;
   summary.units = static_cast<int>(units.size());
   const auto run_start = Clock::now();
   std::map<std::string, int> outcome_counts;  // of the current unit, for the progress line
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - run_start).count(); };
 
+  // The unit's search records (stage ""), or its finalists' re-measurements (stage "final");
+  // baselines are neither.
   auto records_of = [&](const Unit& u, bool final_stage) {
     std::vector<const Record*> rs;
     for (const Record& r : db.records()) {
       if (r.identity == u.identity && r.target == target && r.bucket == u.bucket.name &&
-          (r.extra.value("stage", "") == "final") == final_stage &&
+          r.extra.value("stage", "") == (final_stage ? "final" : "") &&
           r.extra.value("strategy", "evolutionary") == o.strategy) {
         rs.push_back(&r);
       }
@@ -300,7 +335,7 @@ TuneSummary autotune(const TuneOptions& o) {
   double unit_start = 0;  // elapsed() when the current unit began
   auto store = [&](Record r, const std::string& strategy, const std::string& stage) {
     r.provenance = prov;
-    r.extra["strategy"] = strategy;
+    if (!strategy.empty()) r.extra["strategy"] = strategy;
     r.extra["seed"] = o.seed;
     r.extra["elapsed_s"] = elapsed();
     r.extra["unit_s"] = elapsed() - unit_start;  // since this identity x bucket began
@@ -362,7 +397,7 @@ TuneSummary autotune(const TuneOptions& o) {
       job.shape = {shape.m, shape.n, shape.k};
       job.full_gate = full;
       job.measure = o.measure;
-      job.measure_lock = scratch + "/measure.lock";
+      job.measure_lock = measure_lock;
       job.inject_fault = o.inject_fault;
       job.seed = mix(o.seed, u.identity + u.bucket.name);
       return job;
@@ -383,6 +418,16 @@ TuneSummary autotune(const TuneOptions& o) {
                   std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +
                   std::to_string(shape.k) + ", " + std::to_string(existing.size()) +
                   " candidates in the database)");
+    // The BLAS libraries that compute the same thing, timed here (they do not crash) before the
+    // candidates, each once per database.
+    for (const std::string& name : blas_baselines(u.id)) {
+      const nlohmann::json schedule = {{"baseline", name}};
+      const Job job = make_job({schedule}, false);
+      if (g_interrupts > 0 || db.contains(baseline_stub(job).key())) continue;
+      progress.update("[" + std::to_string(ui + 1) + "/" + std::to_string(units.size()) + "] " +
+                      u.identity + " " + u.bucket.name + ": timing the " + name + " baseline");
+      store(evaluate_baseline(job), "", "baseline");
+    }
     bool exhausted = false;
     while (g_interrupts == 0) {
       while (!pool.full() && !exhausted && tried < o.max_candidates && elapsed() < unit_deadline &&
@@ -439,7 +484,7 @@ TuneSummary autotune(const TuneOptions& o) {
   }
   if (o.emit) {
     summary.report = o.out + "/report.html";
-    write_text_atomically(render_report(db.records(), target), summary.report);
+    write_text_atomically(render_report(db.records(), target, machine), summary.report);
   }
   return summary;
 }

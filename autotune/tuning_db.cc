@@ -226,9 +226,14 @@ std::size_t merge_databases(const std::vector<std::string>& inputs, const std::s
   return all.size();
 }
 
+bool is_baseline(const Record& r) {
+  return r.extra.is_object() && r.extra.value("stage", "") == "baseline";
+}
+
 std::map<std::string, Winner> best_records(const std::vector<Record>& records) {
   std::map<std::string, Winner> best;
   for (const Record& r : records) {
+    if (is_baseline(r)) continue;
     const std::string group = r.identity + "|" + r.target + "|" + r.bucket;
     Winner& w = best.try_emplace(group, Winner{nullptr}).first->second;
     ++w.candidates;

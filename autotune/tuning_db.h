@@ -38,15 +38,16 @@ struct Record {
   std::vector<int64_t> shape;  // M, N, K it was measured on
   Outcome outcome = Outcome::kInvalid;
   std::vector<double> samples_s;  // seconds per call, every sample
-  double rate = 0;                // 2*M*N*K / median seconds (0 unless passed)
-  nlohmann::json gate;            // cases and outputs compared, first mismatch
-  nlohmann::json provenance;      // CPU, Halide, mmtune, compiler, date, load average
-  std::string detail;             // why it failed, in a sentence
+  double rate = 0;      // 2*M*N*K / median seconds (0 unless passed; a baseline's whenever timed)
+  nlohmann::json gate;  // cases and outputs compared, first mismatch
+  nlohmann::json provenance;  // CPU, Halide, mmtune, compiler, date, load average
+  std::string detail;         // why it failed, in a sentence
   nlohmann::json extra = nlohmann::json::object();  // any other key
 
   // The candidate's key: identity, target, bucket, schedule, stage (extra "stage": "final" for
-  // a finalist's re-measurement) and strategy (extra "strategy": each strategy's search is its own
-  // experiment). A database holds each key once (a resumed run never measures a candidate twice).
+  // a finalist's re-measurement, "baseline" for a baseline's) and strategy (extra "strategy": each
+  // strategy's search is its own experiment). A database holds each key once (a resumed run never
+  // measures a candidate twice).
   std::string key() const;
   nlohmann::json to_json() const;
   // InvalidArgument naming the missing or mistyped key.
@@ -89,11 +90,16 @@ class Database {
 std::size_t merge_databases(const std::vector<std::string>& inputs, const std::string& output,
                             std::vector<std::string>* warnings = nullptr);
 
+// A baseline's record (extra "stage": "baseline"): something mmtune is compared with, timed on the
+// bucket's shape as candidates are, whose schedule names it ({"baseline": "openblas"}, ...)
+// instead of a schedule template. Never a candidate, never a winner.
+bool is_baseline(const Record& r);
+
 // The winner of each (identity, target, bucket): the passed finalist re-measurement with the
-// highest rate, else the passed search record with the highest rate.
+// highest rate, else the passed search record with the highest rate. Baselines are skipped.
 struct Winner {
   const Record* record;
-  int candidates = 0;  // records of its bucket, any outcome
+  int candidates = 0;  // records of its bucket, any outcome, baselines excluded
   int passed = 0;
 };
 std::map<std::string, Winner> best_records(const std::vector<Record>& records);

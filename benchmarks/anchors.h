@@ -1,11 +1,6 @@
-// The libraries the benchmarks measure mmtune against, in the same process: OpenBLAS (cblas,
-// pthreads build) and oneDNN's BLAS-like API (Debian's libdnnl 2.6, OpenMP runtime). Row-major,
-// no transposes, beta = 0, as the benchmarks call them; plus the thread controls of every library
-// in the process and the facts a report must record.
+// The thread controls of every library in the benchmark's process: Halide's JIT runtime and the
+// BLAS libraries mmtune is measured against (autotune/blas.h).
 #pragma once
-
-#include <cstdint>
-#include <string>
 
 namespace mmtune::bench {
 
@@ -19,18 +14,5 @@ struct ThreadCounts {
   int openmp = 0;
 };
 ThreadCounts thread_counts();
-
-// C(m x n) = A(m x k) B(k x n), float32, dense row-major.
-void openblas_sgemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
-void onednn_sgemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
-
-// C(m x n, int32) = (A(u8) - a_zero) B(s8): the integer accumulation, no requantization.
-void onednn_gemm_u8s8s32(int64_t m, int64_t n, int64_t k, const uint8_t* a, uint8_t a_zero,
-                         const int8_t* b, int32_t* c);
-
-// "OpenBLAS 0.3.21 ... DYNAMIC_ARCH ...; core Cooperlake"
-std::string openblas_info();
-// "oneDNN 2.6.3 (CPU runtime OpenMP); ISA avx512_core_bf16"
-std::string onednn_info();
 
 }  // namespace mmtune::bench

@@ -32,10 +32,11 @@
 #include <sstream>
 #include <thread>
 
+#include "autotune/blas.h"
 #include "autotune/halide_jit.h"
 #include "autotune/halide_ops.h"
-#include "benchmarks/anchors.h"
 #include "autotune/shape_list.h"
+#include "benchmarks/anchors.h"
 #include "benchmarks/thread_usage.h"
 #include "benchmarks/tuned_params.h"
 #include "reference/qlinear_matmul.h"
@@ -229,9 +230,9 @@ void bench_anchor(benchmark::State& state, const std::string& name, const NamedS
   std::map<int, uint64_t> cpu_before;
   auto run = [&] {
     if (impl == "openblas") {
-      openblas_sgemm(s.m, s.n, s.k, in.a.data<float>(), in.b.data<float>(), y.data<float>());
+      blas::openblas_sgemm(s.m, s.n, s.k, in.a.data<float>(), in.b.data<float>(), y.data<float>());
     } else {
-      onednn_sgemm(s.m, s.n, s.k, in.a.data<float>(), in.b.data<float>(), y.data<float>());
+      blas::onednn_sgemm(s.m, s.n, s.k, in.a.data<float>(), in.b.data<float>(), y.data<float>());
     }
   };
   try {
@@ -365,7 +366,7 @@ void bench_onednn_u8s8(benchmark::State& state, const std::string& name, const N
   std::map<int, uint64_t> cpu_before;
   try {
     if (!set_threads(state, "openmp", threads)) return;
-    onednn_gemm_u8s8s32(s.m, s.n, s.k, a, a_zero, b, c.data<int32_t>());
+    blas::onednn_gemm_u8s8s32(s.m, s.n, s.k, a, a_zero, b, 0, c.data<int32_t>());
     // Checked once per process, reported in every run of the benchmark.
     static std::map<std::string, double> mismatches;
     if (first_time(name)) {
@@ -385,7 +386,7 @@ void bench_onednn_u8s8(benchmark::State& state, const std::string& name, const N
     state.counters["mismatches"] = mismatches[name];
     cpu_before = thread_cpu_ns();
     for (auto _ : state) {
-      onednn_gemm_u8s8s32(s.m, s.n, s.k, a, a_zero, b, c.data<int32_t>());
+      blas::onednn_gemm_u8s8s32(s.m, s.n, s.k, a, a_zero, b, 0, c.data<int32_t>());
       benchmark::ClobberMemory();
     }
   } catch (const std::exception& e) {
@@ -569,8 +570,8 @@ void prime_halide_pool(int threads) {
 // parameters of every mmtune benchmark.
 void add_context(const Options& opt) {
   const schedules::TargetInfo ti = schedules::target_info(host_target());
-  benchmark::AddCustomContext("openblas", openblas_info());
-  benchmark::AddCustomContext("onednn", onednn_info());
+  benchmark::AddCustomContext("openblas", blas::openblas_info());
+  benchmark::AddCustomContext("onednn", blas::onednn_info());
   benchmark::AddCustomContext("halide_target", host_target());
   for (const char* var :
        {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "HL_NUM_THREADS"}) {

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <map>
 #include <fstream>
+#include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -36,6 +38,15 @@ std::set<std::string> keys_of(const std::string& db) {
   return keys;
 }
 
+// The database's records that are candidates (not baselines).
+std::vector<Record> candidates_of(const Database& d) {
+  std::vector<Record> out;
+  for (const Record& r : d.records()) {
+    if (!tune::is_baseline(r)) out.push_back(r);
+  }
+  return out;
+}
+
 int count_lines(const std::string& p) {
   std::ifstream in(p);
   int n = 0;
@@ -57,8 +68,9 @@ TEST_F(Autotune, GateRecordsAWrongKernelAsIncorrectAndNeverChoosesIt) {
           path("out") + " --db " + db + kQuick);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const Database d = Database::open(db, false);
-  ASSERT_EQ(d.records().size(), 3u);
-  for (const Record& rec : d.records()) {
+  const std::vector<Record> candidates = candidates_of(d);
+  ASSERT_EQ(candidates.size(), 3u);
+  for (const Record& rec : candidates) {
     EXPECT_EQ(rec.outcome, Outcome::kIncorrect) << rec.to_json().dump();
     ASSERT_TRUE(rec.gate.contains("first_mismatch")) << rec.to_json().dump();
     const auto& m = rec.gate["first_mismatch"];
@@ -83,10 +95,11 @@ TEST_F(Autotune, GateRecordsAWrongKernelAsIncorrectAndNeverChoosesIt) {
           path("out2") + kQuick);
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   const Database d2 = Database::open(path("out2") + "/tuning.jsonl", false);
-  ASSERT_EQ(d2.records().size(), 1u);
-  EXPECT_EQ(d2.records()[0].outcome, Outcome::kPassed) << d2.records()[0].to_json().dump();
-  EXPECT_GT(d2.records()[0].gate.at("cases").get<int>(), 5);
-  EXPECT_GT(d2.records()[0].rate, 0);
+  const std::vector<Record> c2 = candidates_of(d2);
+  ASSERT_EQ(c2.size(), 1u);
+  EXPECT_EQ(c2[0].outcome, Outcome::kPassed) << c2[0].to_json().dump();
+  EXPECT_GT(c2[0].gate.at("cases").get<int>(), 5);
+  EXPECT_GT(c2[0].rate, 0);
 }
 
 TEST_F(Autotune, KillNineThenResumeMeasuresNothingTwice) {
@@ -95,7 +108,8 @@ TEST_F(Autotune, KillNineThenResumeMeasuresNothingTwice) {
       "autotune --op Gemm:float32 --shape 5,40,33 --max-candidates 6"
       " --strategy random --seed 7 --no-emit --out " +
       path("out") + " --db " + db + kQuick;
-  // Start, wait for the first two records, kill -9 the whole process group mid-run.
+  // Start, wait for the two baselines and the first two candidates, kill -9 the whole process
+  // group mid-run.
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -106,7 +120,7 @@ TEST_F(Autotune, KillNineThenResumeMeasuresNothingTwice) {
   }
   ::setpgid(pid, pid);
   const auto t0 = std::chrono::steady_clock::now();
-  while (count_lines(db) < 2 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(300)) {
+  while (count_lines(db) < 4 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(300)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ::kill(-pid, SIGKILL);
@@ -115,8 +129,8 @@ TEST_F(Autotune, KillNineThenResumeMeasuresNothingTwice) {
   // The worker children have their own process groups: wait for them to notice nothing (they
   // finish or die on their own; their output pipe is gone).
   const int before = count_lines(db);
-  ASSERT_GE(before, 2) << "the run wrote no records within 300 s";
-  ASSERT_LT(before, 6) << "the run finished before it could be killed";
+  ASSERT_GE(before, 4) << "the run wrote too few records within 300 s";
+  ASSERT_LT(before, 8) << "the run finished before it could be killed";
   const std::set<std::string> first = keys_of(db);
   // A torn line, as a crash mid-write leaves it.
   {
@@ -127,7 +141,9 @@ TEST_F(Autotune, KillNineThenResumeMeasuresNothingTwice) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Database d = Database::open(db, false);
   EXPECT_TRUE(d.warnings().empty());
-  EXPECT_EQ(d.records().size(), 6u);  // max-candidates in all: the first run's count toward it
+  // max-candidates in all (the first run's count toward it), and the baselines once.
+  EXPECT_EQ(candidates_of(d).size(), 6u);
+  EXPECT_EQ(d.records().size(), 8u);
   const std::set<std::string> after = keys_of(db);
   EXPECT_EQ(after.size(), d.records().size());  // no candidate twice
   for (const std::string& k : first) EXPECT_TRUE(after.count(k)) << k;
@@ -156,7 +172,8 @@ TEST_F(Autotune, TwoShardsMergedHoldTheCandidatesOfOneRun) {
                           path("merged.jsonl"));
   ASSERT_EQ(m.exit_code, 0) << m.err;
   const auto whole = keys_of(path("all") + "/tuning.jsonl");
-  EXPECT_EQ(whole.size(), 8u);  // 2 identities x 2 buckets x 2 candidates
+  // 2 identities x 2 buckets x 2 candidates, and float32 Gemm's 2 baselines in each bucket.
+  EXPECT_EQ(whole.size(), 8u + 4u);
   EXPECT_EQ(keys_of(path("merged.jsonl")), whole);
   EXPECT_LT(keys_of(path("shard0.jsonl")).size(), whole.size());  // each shard did a part
   // Emit from the union: one kernel per winner, named by the rule, with its buckets.
@@ -182,6 +199,77 @@ TEST_F(Autotune, TwoShardsMergedHoldTheCandidatesOfOneRun) {
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_NE(b.out.find("Gemm:float32"), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("Gemm:int32"), std::string::npos) << b.out;
+}
+
+// The BLAS baselines (float32 Gemm: OpenBLAS and oneDNN; u8.s8->u8 QLinearMatMul: oneDNN's int8
+// GEMM, checked against the reference's int32 sums) are records of the database, timed once (a
+// rerun measures none again) and never winners; the machine's figures are measured at the start
+// of the run into machine.json, and the report shows both.
+TEST_F(Autotune, BaselinesAndMachineFiguresAreRecordedButNeverWin) {
+  const std::string args =
+      "autotune --op Gemm:float32 --op QLinearMatMul:uint8,int8,uint8 --op Gemm:int32"
+      " --shape 4,64,96 --max-candidates 1 --strategy random --out " +
+      path("out") + kQuick;
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliResult r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  std::cout << "[ autotune ] 3 identities, 1 candidate each, in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
+            << " s\n";
+  const std::string db = path("out") + "/tuning.jsonl";
+  const Database d = Database::open(db, false);
+  std::map<std::string, const Record*> baselines;  // "identity baseline" -> record
+  for (const Record& rec : d.records()) {
+    if (!tune::is_baseline(rec)) continue;
+    baselines[rec.identity + " " + rec.schedule.at("baseline").get<std::string>()] = &rec;
+  }
+  ASSERT_EQ(baselines.size(), 3u) << r.err;  // none for int32 Gemm
+  for (const auto& [name, rec] : baselines) {
+    EXPECT_EQ(rec->bucket, d.records().front().bucket) << name;
+    EXPECT_EQ(rec->shape, (std::vector<int64_t>{4, 64, 96})) << name;
+    EXPECT_GT(rec->rate, 0) << name << ": " << rec->to_json().dump();
+    EXPECT_GE(rec->samples_s.size(), 3u) << name;
+    EXPECT_FALSE(rec->extra.value("note", "").empty()) << name;
+    EXPECT_FALSE(rec->provenance.empty()) << name;
+  }
+  const Record* gemm = baselines.at("Gemm:float32 openblas");
+  EXPECT_EQ(gemm->outcome, Outcome::kPassed) << gemm->to_json().dump();
+  EXPECT_NE(gemm->extra.value("note", "").find("OpenBLAS"), std::string::npos);
+  EXPECT_NE(gemm->extra.value("note", "").find("not bit-exact"), std::string::npos);
+  EXPECT_EQ(baselines.at("Gemm:float32 onednn")->outcome, Outcome::kPassed);
+  // The int8 GEMM: every output checked; `incorrect` exactly when some sum differs.
+  const Record* q = baselines.at("QLinearMatMul:uint8,int8,uint8 onednn");
+  ASSERT_TRUE(q->gate.contains("mismatches")) << q->to_json().dump();
+  EXPECT_EQ(q->gate.at("outputs").get<int64_t>(), 4 * 64);
+  EXPECT_EQ(q->outcome,
+            q->gate.at("mismatches").get<int64_t>() > 0 ? Outcome::kIncorrect : Outcome::kPassed)
+      << q->to_json().dump();
+  // Never winners: each unit's winner is its candidate.
+  const auto best = tune::best_records(d.records());
+  ASSERT_EQ(best.size(), 3u);
+  for (const auto& [group, w] : best) {
+    EXPECT_FALSE(tune::is_baseline(*w.record)) << group;
+    EXPECT_EQ(w.candidates, 1) << group;
+  }
+  // The machine, measured at the start.
+  const auto machine = nlohmann::json::parse(slurp(path("out") + "/machine.json"));
+  ASSERT_FALSE(machine.at("peak").empty()) << machine.dump();
+  for (const auto& e : machine.at("peak")) EXPECT_GT(e.at("flops").get<double>(), 1e9) << e;
+  for (const auto& e : machine.at("bandwidth"))
+    EXPECT_GT(e.at("bytes_per_s").get<double>(), 1e8) << e;
+  EXPECT_EQ(machine.at("peak").front().at("threads"), 1);
+  EXPECT_FALSE(machine.at("cpu").get<std::string>().empty());
+  EXPECT_FALSE(machine.at("time").get<std::string>().empty());
+  std::cout << "[ autotune ] machine measured in " << machine.at("seconds")
+            << " s: " << machine.dump() << "\n";
+  const std::string report = slurp(path("out") + "/report.html");
+  EXPECT_NE(report.find("<svg id=\"roofline\""), std::string::npos);
+  EXPECT_NE(report.find("<table class=\"baselines\">"), std::string::npos);
+  // A rerun measures no baseline again (the machine, yes).
+  const std::size_t before = d.records().size();
+  const CliResult again = run(args);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(Database::open(db, false).records().size(), before);
 }
 
 TEST_F(Autotune, BadArgumentsAreRefusedBeforeAnythingRuns) {

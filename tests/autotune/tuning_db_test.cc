@@ -12,6 +12,7 @@
 #include "autotune/tune_buckets.h"
 #include "autotune/tune_inputs.h"
 #include "autotune/tune_report.h"
+#include "autotune/tuner.h"
 #include "reference/error.h"
 #include "tests/support/test_support.h"
 
@@ -48,6 +49,11 @@ Record record(int tile_rows, Outcome o, double rate,
   r.gate = {{"cases", 3}, {"outputs", 100}};
   r.provenance = {{"cpu", "test"}};
   return r;
+}
+
+// The kernels of the tuned database written from `rs`.
+nlohmann::json tuned_database_kernels(const std::vector<Record>& rs) {
+  return tuned_database(rs, "x86-64-linux-avx2-fma").at("kernels");
 }
 
 std::string read_text(const std::string& p) {
@@ -188,6 +194,22 @@ TEST_F(TuningDb, MergeUnionsByCandidateKeyAndBestPicksTheFastest) {
       EXPECT_EQ(win.record->rate, 2.5e9);
     }
   }
+  // A baseline, however fast, is neither a winner nor a candidate; its key is its own.
+  Record base = record(4, Outcome::kPassed, 1e12);
+  base.schedule = {{"baseline", "openblas"}};
+  base.extra["stage"] = "baseline";
+  EXPECT_TRUE(is_baseline(base));
+  EXPECT_FALSE(is_baseline(fin));
+  const nlohmann::json kernels = tuned_database_kernels(rs);
+  rs.push_back(base);
+  for (const auto& [g, win] : best_records(rs)) {
+    EXPECT_FALSE(is_baseline(*win.record)) << g;
+    if (win.record->bucket == "m1.n1-512.k1-512") {
+      EXPECT_EQ(win.record->rate, 2.5e9);
+      EXPECT_EQ(win.candidates, 4);  // the finalist's record counts, the baseline's does not
+    }
+  }
+  EXPECT_EQ(tuned_database_kernels(rs), kernels);
   // Merge of a missing file names it, and leaves no output.
   const std::string msg = testing::invalid_argument_message(
       [&] { merge_databases({path("missing.jsonl")}, path("out.jsonl")); });
@@ -336,6 +358,20 @@ TEST(TuneReport, ConvergenceCountsFromTheUnitStart) {
   EXPECT_EQ(e.candidates, 5);
   EXPECT_EQ(e.candidates_to_95, 3);  // 9.6 >= 9.5
   EXPECT_EQ(e.seconds_to_95, 300.0);
+}
+
+// The arithmetic intensity's denominator: every operand and the output once, in their types.
+TEST(TuneReport, CallBytesCountOperandsAndOutput) {
+  const double m = 16, n = 1024, k = 1000;
+  // float32 Gemm with C: A, B, C and Y, 4 bytes each, and no other input.
+  EXPECT_EQ(call_bytes(parse_identity_spec("Gemm:float32"), 16, 1024, 1000),
+            4 * (m * k + k * n + m * n + m * n));
+  EXPECT_EQ(call_bytes(parse_identity_spec("Gemm:float64:has_c=false"), 16, 1024, 1000),
+            8 * (m * k + k * n + m * n));
+  // QLinearMatMul u8.s8->u8: 1-byte a, b and y, and six per-tensor scalars (three float32 scales,
+  // three 1-byte zero points).
+  EXPECT_EQ(call_bytes(parse_identity_spec("QLinearMatMul:uint8,int8,uint8"), 16, 1024, 1000),
+            m * k + k * n + m * n + 3 * 4 + 3);
 }
 
 }  // namespace

@@ -1,0 +1,120 @@
+// The timing protocol: rotated inputs, warm-up, samples until stable, the timer's lock.
+#include "autotune/tune_timing.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+namespace mmtune::tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  return v[static_cast<std::size_t>(std::lround(q * static_cast<double>(v.size() - 1)))];
+}
+
+bool stable(const std::vector<double>& s, const MeasureOptions& o) {
+  if (static_cast<int>(s.size()) < o.min_samples) return false;
+  const double med = median_of(s);
+  return med > 0 && (quantile(s, 0.75) - quantile(s, 0.25)) / med < o.spread;
+}
+
+}  // namespace
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int64_t last_level_cache_bytes() {
+  int64_t best = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    std::string text;
+    if (!(f >> text) || text.empty()) continue;
+    int64_t v = std::atoll(text.c_str());
+    if (text.back() == 'K') v <<= 10;
+    if (text.back() == 'M') v <<= 20;
+    best = std::max(best, v);
+  }
+  return best > 0 ? best : int64_t{32} << 20;
+}
+
+std::vector<OpCall> timing_calls(const KernelIdentity& id, int64_t m, int64_t n, int64_t k,
+                                 uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x9E3779B97F4A7C15ull);
+  std::vector<OpCall> copies{make_call(id, m, n, k, DataKind::kRandom, rng)};
+  int64_t bytes = 0;
+  for (const auto& [name, t] : copies[0].inputs) bytes += static_cast<int64_t>(t.bytes.size());
+  const int64_t want =
+      std::min<int64_t>(64, (2 * last_level_cache_bytes()) / std::max<int64_t>(bytes, 1) + 1);
+  while (static_cast<int64_t>(copies.size()) < want) copies.push_back(copies[0]);
+  return copies;
+}
+
+std::vector<std::vector<double>> time_interleaved(
+    std::size_t count, std::size_t copies,
+    const std::function<void(std::size_t, std::size_t)>& call, const MeasureOptions& o) {
+  std::vector<std::vector<double>> samples(count);
+  std::vector<std::size_t> next(count, 0);
+  copies = std::max<std::size_t>(copies, 1);
+  // Warm-up: each implementation for a few calls and at least 20 ms.
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto t0 = Clock::now();
+    for (int c = 0; c < 3 || seconds_since(t0) < 0.02; ++c) call(i, next[i]++ % copies);
+  }
+  const auto start = Clock::now();
+  for (;;) {
+    bool done = true;
+    for (std::size_t i = 0; i < count; ++i) {
+      auto& s = samples[i];
+      if (stable(s, o) || static_cast<int>(s.size()) >= o.max_samples) continue;
+      done = false;
+      int calls = 0;
+      const auto t0 = Clock::now();
+      do {
+        call(i, next[i]++ % copies);
+        ++calls;
+      } while (seconds_since(t0) < o.min_sample_s);
+      s.push_back(seconds_since(t0) / calls);
+    }
+    if (done) break;
+    const double budget = o.max_time_s * static_cast<double>(count);
+    if (seconds_since(start) > budget) {
+      bool enough = true;
+      for (const auto& s : samples) enough &= static_cast<int>(s.size()) >= 3;
+      if (enough) break;
+    }
+  }
+  return samples;
+}
+
+FileLock::FileLock(const std::string& path) {
+  if (path.empty()) return;
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ >= 0) {
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+}  // namespace mmtune::tune
