@@ -374,7 +374,14 @@ TuneSummary autotune(const TuneOptions& o) {
     while (g_interrupts == 0) {
       while (!pool.full() && !exhausted && tried < o.max_candidates && elapsed() < unit_deadline &&
              g_interrupts == 0) {
-        const std::vector<schedules::Schedule> next = strategy.next(1, records_of(u, false), seeds);
+        std::vector<const Record*> known;  // the identity's search records, every bucket
+        for (const Record& r : db.records()) {
+          if (r.identity == u.identity && r.target == target &&
+              r.extra.value("stage", "") != "final")
+            known.push_back(&r);
+        }
+        const std::vector<schedules::Schedule> next =
+            strategy.next(1, known, u.bucket.name, {shape.m, shape.n, shape.k}, seeds);
         if (next.empty()) {
           exhausted = true;
           break;
