@@ -1,9 +1,15 @@
-// Search strategies and the online cost model.
+// Search strategies and the online cost model (XGBoost through its C API).
 #include "autotune/tune_search.h"
+
+#include <xgboost/c_api.h>
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+#include <iomanip>
+#include <iostream>
+#include <locale>
+#include <map>
+#include <sstream>
 
 #include "reference/error.h"
 
@@ -24,57 +30,173 @@ std::vector<double> schedule_features(const schedules::Schedule& s) {
   return f;
 }
 
-void CostModel::fit(const std::vector<const Record*>& records) {
-  xs_.clear();
-  ys_.clear();
-  double floor = 0;
-  bool any = false;
-  for (const Record* r : records) {
-    if (r->outcome == Outcome::kPassed && r->rate > 0) {
-      const double y = std::log(r->rate);
-      floor = any ? std::min(floor, y) : y;
-      any = true;
-    }
+namespace {
+
+// Throws CostModelError naming the call and XGBoost's last error unless `rc` is 0.
+void check(int rc, const char* call) {
+  if (rc != 0) throw CostModelError(std::string("XGBoost ") + call + ": " + XGBGetLastError());
+}
+
+// A dense float matrix handed to XGBoost (row-major, NaN missing), freed with it.
+class DMatrix {
+ public:
+  DMatrix(const std::vector<float>& data, std::size_t rows, std::size_t cols) {
+    check(XGDMatrixCreateFromMat_omp(data.data(), rows, cols, std::nanf(""), &handle_, 1),
+          "XGDMatrixCreateFromMat_omp");
   }
-  floor -= 1.0;  // failures rank below the slowest passed candidate (e^-1 of its rate)
+  DMatrix(const DMatrix&) = delete;
+  DMatrix& operator=(const DMatrix&) = delete;
+  ~DMatrix() {
+    if (handle_ != nullptr) XGDMatrixFree(handle_);
+  }
+  DMatrixHandle get() const { return handle_; }
+
+ private:
+  DMatrixHandle handle_ = nullptr;
+};
+
+// The model's features: log2 of M, N, K, then the schedule's knobs.
+std::vector<double> model_features(const schedules::Schedule& s, int64_t m, int64_t n, int64_t k) {
+  std::vector<double> f = {std::log2(double(m)), std::log2(double(n)), std::log2(double(k))};
+  const std::vector<double> knobs = schedule_features(s);
+  f.insert(f.end(), knobs.begin(), knobs.end());
+  return f;
+}
+
+// Rows of `width` floats; shorter feature vectors (another template's) padded as missing.
+void append_row(std::vector<float>& data, const std::vector<double>& f, std::size_t width) {
+  for (std::size_t j = 0; j < width; ++j) {
+    data.push_back(j < f.size() ? static_cast<float>(f[j]) : std::nanf(""));
+  }
+}
+
+bool failed(Outcome o) {
+  return o == Outcome::kIncorrect || o == Outcome::kBuildFailed || o == Outcome::kRunFailed ||
+         o == Outcome::kTimeout;
+}
+
+std::string text(double v) {
+  std::ostringstream os;
+  os.imbue(std::locale::classic());
+  os << std::setprecision(17) << v;
+  return os.str();
+}
+
+}  // namespace
+
+// A booster (trained on `train`, which XGBoost keeps alive as long as it needs it), freed with it.
+class CostModel::Booster {
+ public:
+  explicit Booster(const DMatrix& train) {
+    DMatrixHandle dmats[] = {train.get()};
+    check(XGBoosterCreate(dmats, 1, &handle_), "XGBoosterCreate");
+  }
+  Booster(const Booster&) = delete;
+  Booster& operator=(const Booster&) = delete;
+  ~Booster() {
+    if (handle_ != nullptr) XGBoosterFree(handle_);
+  }
+  BoosterHandle get() const { return handle_; }
+  void set(const std::string& name, const std::string& value) {
+    check(XGBoosterSetParam(handle_, name.c_str(), value.c_str()), "XGBoosterSetParam");
+  }
+
+ private:
+  BoosterHandle handle_ = nullptr;
+};
+
+CostModel::CostModel() = default;
+CostModel::CostModel(Params params) : params_(std::move(params)) {}
+CostModel::CostModel(CostModel&&) noexcept = default;
+CostModel& CostModel::operator=(CostModel&&) noexcept = default;
+CostModel::~CostModel() = default;
+
+void CostModel::fit(const std::vector<const Record*>& records) {
+  booster_.reset();
+  rows_ = 0;
+  cols_ = 0;
+  struct Row {
+    std::vector<double> x;
+    const Record* r;
+    bool passed;
+  };
+  std::vector<Row> rows;
+  std::map<std::string, double> best;  // each bucket's best passed rate
+  int passed = 0;
   for (const Record* r : records) {
+    const bool ok = r->outcome == Outcome::kPassed && r->rate > 0;
+    if (!ok && !failed(r->outcome)) continue;  // invalid: never compiled, outside the space
+    if (r->shape.size() != 3 || r->shape[0] < 1 || r->shape[1] < 1 || r->shape[2] < 1) continue;
     schedules::Schedule s;
     try {
       s = r->schedule.get<schedules::Schedule>();
     } catch (const std::exception&) {
       continue;  // a schedule of another version's template: not a training point
     }
-    if (r->outcome == Outcome::kPassed && r->rate > 0) {
-      xs_.push_back(schedule_features(s));
-      ys_.push_back(std::log(r->rate));
-    } else if (any) {
-      xs_.push_back(schedule_features(s));
-      ys_.push_back(floor);
+    rows.push_back({model_features(s, r->shape[0], r->shape[1], r->shape[2]), r, ok});
+    cols_ = std::max(cols_, rows.back().x.size());
+    if (ok) {
+      ++passed;
+      double& b = best[r->bucket];
+      b = std::max(b, r->rate);
     }
   }
-  mean_ = ys_.empty() ? 0 : std::accumulate(ys_.begin(), ys_.end(), 0.0) / double(ys_.size());
+  if (passed < kMinPassed) {
+    cols_ = 0;
+    return;  // too little to learn from: a constant
+  }
+  // Labels: log(rate / the bucket's best), 0 for each bucket's best; failures one below the
+  // lowest (e^-1 of the slowest candidate's relative rate).
+  std::vector<float> labels;
+  double lowest = 0;
+  for (const Row& row : rows) {
+    if (row.passed) lowest = std::min(lowest, std::log(row.r->rate / best[row.r->bucket]));
+  }
+  std::vector<float> data;
+  double sum = 0;
+  for (const Row& row : rows) {
+    const double y = row.passed ? std::log(row.r->rate / best[row.r->bucket]) : lowest - 1.0;
+    labels.push_back(static_cast<float>(y));
+    sum += y;
+    append_row(data, row.x, cols_);
+  }
+  DMatrix train(data, rows.size(), cols_);
+  check(XGDMatrixSetFloatInfo(train.get(), "label", labels.data(), labels.size()),
+        "XGDMatrixSetFloatInfo");
+  auto booster = std::make_unique<Booster>(train);
+  booster->set("objective", params_.objective);
+  booster->set("max_depth", std::to_string(params_.max_depth));
+  booster->set("eta", text(params_.eta));
+  booster->set("base_score", text(sum / double(rows.size())));
+  booster->set("tree_method", "exact");
+  booster->set("nthread", "1");
+  booster->set("seed", "0");
+  booster->set("verbosity", "0");
+  for (int i = 0; i < params_.rounds; ++i) {
+    check(XGBoosterUpdateOneIter(booster->get(), i, train.get()), "XGBoosterUpdateOneIter");
+  }
+  booster_ = std::move(booster);
+  rows_ = rows.size();
 }
 
-double CostModel::predict(const schedules::Schedule& s) const {
-  if (xs_.empty()) return mean_;
-  const std::vector<double> x = schedule_features(s);
-  std::vector<std::pair<double, double>> d;  // distance, y
-  for (std::size_t i = 0; i < xs_.size(); ++i) {
-    double sum = 0;
-    for (std::size_t j = 0; j < x.size() && j < xs_[i].size(); ++j) {
-      sum += (x[j] - xs_[i][j]) * (x[j] - xs_[i][j]);
-    }
-    d.push_back({std::sqrt(sum), ys_[i]});
+std::vector<double> CostModel::predict(const std::vector<schedules::Schedule>& ss, int64_t m,
+                                       int64_t n, int64_t k) const {
+  if (!booster_ || ss.empty()) return std::vector<double>(ss.size(), 0.0);
+  std::vector<float> data;
+  for (const schedules::Schedule& s : ss) append_row(data, model_features(s, m, n, k), cols_);
+  DMatrix x(data, ss.size(), cols_);
+  bst_ulong len = 0;
+  const float* out = nullptr;
+  check(XGBoosterPredict(booster_->get(), x.get(), 0, 0, 0, &len, &out), "XGBoosterPredict");
+  if (len != ss.size() || out == nullptr) {
+    throw CostModelError("XGBoost XGBoosterPredict: " + std::to_string(len) + " predictions for " +
+                         std::to_string(ss.size()) + " schedules");
   }
-  const std::size_t k = std::min<std::size_t>(5, d.size());
-  std::partial_sort(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(k), d.end());
-  double wsum = 0, ysum = 0;
-  for (std::size_t i = 0; i < k; ++i) {
-    const double w = 1.0 / (d[i].first + 1e-3);
-    wsum += w;
-    ysum += w * d[i].second;
-  }
-  return ysum / wsum;
+  return std::vector<double>(out, out + len);
+}
+
+double CostModel::predict(const schedules::Schedule& s, int64_t m, int64_t n, int64_t k) const {
+  return predict(std::vector<schedules::Schedule>{s}, m, n, k)[0];
 }
 
 Strategy::Strategy(std::string name, const schedules::TargetInfo& t, schedules::Accumulator acc,
@@ -100,8 +222,11 @@ schedules::Schedule Strategy::mutate(const schedules::Schedule& parent) {
 }
 
 std::vector<schedules::Schedule> Strategy::next(int count,
-                                                const std::vector<const Record*>& bucket_records,
+                                                const std::vector<const Record*>& records,
+                                                const std::string& bucket,
+                                                const std::vector<int64_t>& shape,
                                                 const std::vector<schedules::Schedule>& seeds) {
+  MMTUNE_CHECK(shape.size() == 3, "shape of " << shape.size() << " dimensions");
   std::vector<schedules::Schedule> out;
   auto take = [&](const schedules::Schedule& s) {
     if (static_cast<int>(out.size()) >= count || !fresh(s)) return false;
@@ -124,13 +249,28 @@ std::vector<schedules::Schedule> Strategy::next(int count,
 
   // Parents: the best passed candidates of this bucket.
   std::vector<const Record*> passed;
-  for (const Record* r : bucket_records) {
-    if (r->outcome == Outcome::kPassed && r->rate > 0) passed.push_back(r);
+  for (const Record* r : records) {
+    if (r->bucket == bucket && r->outcome == Outcome::kPassed && r->rate > 0) passed.push_back(r);
   }
   std::sort(passed.begin(), passed.end(),
             [](const Record* a, const Record* b) { return a->rate > b->rate; });
   if (passed.size() > 5) passed.resize(5);
-  if (name_ == "evolutionary") model_.fit(bucket_records);
+  // The model learns from every bucket's records; refitted when there are new ones (the database
+  // only grows). After a failure it is not asked again: mutations are then chosen unranked.
+  auto model_failure = [&](const CostModelError& e) {
+    model_failed_ = true;
+    const std::string what = e.what();
+    std::cerr << "mmtune autotune: warning: cost model failed (" << what.substr(0, what.find('\n'))
+              << "); mutations are chosen unranked\n";
+  };
+  if (name_ == "evolutionary" && !model_failed_ && records.size() != model_records_) {
+    model_records_ = records.size();
+    try {
+      model_.fit(records);
+    } catch (const CostModelError& e) {
+      model_failure(e);
+    }
+  }
 
   int misses = 0;
   while (static_cast<int>(out.size()) < count && misses < 200) {
@@ -158,16 +298,18 @@ std::vector<schedules::Schedule> Strategy::next(int count,
       misses += take(random_draw()) ? 0 : 1;
       continue;
     }
-    std::size_t best = 0;
-    double best_score = -1e300;
-    for (std::size_t i = 0; i < pool.size(); ++i) {
-      const double score = model_.predict(pool[i]);
-      if (score > best_score) {
-        best_score = score;
-        best = i;
+    // The model's favourite (the first of the pool, a random mutation, when it has no opinion).
+    std::vector<double> scores(pool.size(), 0.0);
+    if (!model_failed_) {
+      try {
+        scores = model_.predict(pool, shape[0], shape[1], shape[2]);
+      } catch (const CostModelError& e) {
+        model_failure(e);
+        scores.assign(pool.size(), 0.0);
       }
     }
-    misses += take(pool[best]) ? 0 : 1;
+    const auto best = std::max_element(scores.begin(), scores.end()) - scores.begin();
+    misses += take(pool[static_cast<std::size_t>(best)]) ? 0 : 1;
   }
   return out;
 }

@@ -432,7 +432,17 @@ TuneSummary autotune(const TuneOptions& o) {
     while (g_interrupts == 0) {
       while (!pool.full() && !exhausted && tried < o.max_candidates && elapsed() < unit_deadline &&
              g_interrupts == 0) {
-        const std::vector<schedules::Schedule> next = strategy.next(1, records_of(u, false), seeds);
+        // The identity's search records of this strategy, every bucket (no finalists, no
+        // baselines, no other strategy's experiment).
+        std::vector<const Record*> known;
+        for (const Record& r : db.records()) {
+          if (r.identity == u.identity && r.target == target &&
+              r.extra.value("stage", "").empty() &&
+              r.extra.value("strategy", "evolutionary") == o.strategy)
+            known.push_back(&r);
+        }
+        const std::vector<schedules::Schedule> next =
+            strategy.next(1, known, u.bucket.name, {shape.m, shape.n, shape.k}, seeds);
         if (next.empty()) {
           exhausted = true;
           break;
