@@ -99,6 +99,37 @@ std::string line_chart(const std::string& title, const std::string& x_label,
   return os.str();
 }
 
+std::string ratio(double num, double den) {
+  if (!(num > 0) || !(den > 0)) return "-";
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << num / den << "x";
+  return os.str();
+}
+
+// What became of a record, in a sentence: "passed", or the outcome and why (an incorrect one: the
+// gate's first mismatch).
+std::string outcome_text(const Record& r) {
+  std::string text = outcome_name(r.outcome);
+  if (r.outcome == Outcome::kPassed) return text;
+  const nlohmann::json m =
+      r.gate.is_object() ? r.gate.value("first_mismatch", nlohmann::json()) : nlohmann::json();
+  if (m.is_object()) {
+    std::ostringstream os;
+    os << ": case " << m.value("case", "?");
+    if (m.contains("shape")) os << " " << m["shape"].dump();
+    if (m.contains("data")) os << " (" << m.value("data", "?") << " data)";
+    if (m.contains("index")) {
+      os << ", element " << m["index"].dump() << " is " << m.value("actual", "?")
+         << " where the reference has " << m.value("expected", "?");
+    } else if (m.contains("violation")) {
+      os << ", " << m.value("violation", "?");
+    }
+    return text + os.str();
+  }
+  if (!r.detail.empty()) text += ": " + r.detail;
+  return text;
+}
+
 }  // namespace
 
 std::string render_report(const std::vector<Record>& records, const std::string& target) {
@@ -106,8 +137,17 @@ std::string render_report(const std::vector<Record>& records, const std::string&
   for (const Record& r : records) {
     if (r.target == target) mine.push_back(&r);
   }
-  std::map<std::string, int> outcomes;
-  for (const Record* r : mine) ++outcomes[outcome_name(r->outcome)];
+  std::map<std::string, int> outcomes, baseline_outcomes;
+  int candidates = 0, baselines = 0;
+  for (const Record* r : mine) {
+    if (is_baseline(*r)) {
+      ++baselines;
+      ++baseline_outcomes[outcome_name(r->outcome)];
+    } else {
+      ++candidates;
+      ++outcomes[outcome_name(r->outcome)];
+    }
+  }
   std::ostringstream os;
   os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
      << "<title>mmtune autotune report: " << esc(target) << "</title><style>"
@@ -124,33 +164,66 @@ std::string render_report(const std::vector<Record>& records, const std::string&
        << esc(p.value("halide", "?")) << "; mmtune " << esc(p.value("mmtune", "?")) << "; "
        << esc(p.value("date", "")) << "; " << p.value("threads", 1) << " thread(s) per kernel.</p>";
   }
-  os << "<p>" << mine.size() << " candidate records:";
+  os << "<p>" << candidates << " candidate records:";
   for (const auto& [name, n] : outcomes) os << " " << esc(name) << " " << n << ";";
   os << " every passed candidate matched the reference bit for bit on its gate battery before it "
-        "was timed.</p>\n";
+        "was timed.";
+  if (baselines > 0) {
+    os << " " << baselines << " baseline records:";
+    for (const auto& [name, n] : baseline_outcomes) os << " " << esc(name) << " " << n << ";";
+    os << " baselines are never winners.";
+  }
+  os << "</p>\n";
 
   // Units: identity x bucket.
   std::map<std::pair<std::string, std::string>, std::vector<const Record*>> units;
   for (const Record* r : mine) units[{r->identity, r->bucket}].push_back(r);
   const schedules::TargetInfo info = schedules::target_info(target);
 
+  // Per unit: its winner, the template default's rate and record, the baselines.
+  struct UnitView {
+    const Record* win = nullptr;
+    std::string winner_name = "-";
+    const Record* def = nullptr;
+    std::vector<const Record*> baselines;   // by name
+    const Record* best_baseline = nullptr;  // the fastest passed one
+  };
+  std::map<std::pair<std::string, std::string>, UnitView> views;
   os << "<h2>Winners</h2><table><tr><th>identity</th><th>bucket</th><th>shape</th>"
-        "<th>winner</th><th>G/s</th><th>default G/s</th><th>speed-up</th><th>candidates</th>"
+        "<th>winner</th><th>G/s</th><th>default G/s</th><th>speed-up</th>"
+        "<th>best baseline</th><th>vs best baseline</th><th>candidates</th>"
         "<th>passed</th><th>incorrect</th></tr>\n";
-  for (const auto& [unit, rs] : units) {
+  for (const auto& [unit, all] : units) {
+    UnitView& view = views[unit];
+    std::vector<const Record*> rs;
+    for (const Record* r : all) {
+      if (is_baseline(*r)) {
+        view.baselines.push_back(r);
+        if (r->outcome == Outcome::kPassed && r->rate > 0 &&
+            (!view.best_baseline || r->rate > view.best_baseline->rate))
+          view.best_baseline = r;
+      } else {
+        rs.push_back(r);
+      }
+    }
+    std::stable_sort(
+        view.baselines.begin(), view.baselines.end(),
+        [](const Record* a, const Record* b) { return baseline_name(*a) < baseline_name(*b); });
     std::vector<Record> copy;
     for (const Record* r : rs) copy.push_back(*r);
     const auto best = best_records(copy);
     const Record* win = best.empty() ? nullptr : best.begin()->second.record;
+    view.win = win;
     double default_rate = 0;
     std::string winner_name = "-";
     try {
       const KernelIdentity id = parse_identity_spec(unit.first);
       const nlohmann::json def = schedules::default_schedule(info, accumulator_of(id));
       for (const Record* r : rs) {
-        if (r->schedule == def && r->outcome == Outcome::kPassed &&
-            r->extra.value("stage", "") != "final")
-          default_rate = r->rate;
+        if (r->schedule == def && r->extra.value("stage", "") != "final") {
+          view.def = r;
+          if (r->outcome == Outcome::kPassed) default_rate = r->rate;
+        }
       }
       if (win) {
         winner_name = kernel_name(
@@ -158,12 +231,13 @@ std::string render_report(const std::vector<Record>& records, const std::string&
       }
     } catch (const std::exception&) {
     }
+    view.winner_name = winner_name;
     int passed = 0, incorrect = 0;
     for (const Record* r : rs) {
       passed += r->outcome == Outcome::kPassed;
       incorrect += r->outcome == Outcome::kIncorrect;
     }
-    const auto& shape = rs.front()->shape;
+    const auto& shape = all.front()->shape;
     os << "<tr><td>" << esc(unit.first) << "</td><td>" << esc(unit.second) << "</td><td>"
        << shape.at(0) << "x" << shape.at(1) << "x" << shape.at(2) << "</td><td>" << esc(winner_name)
        << "</td><td class=\"n\">" << (win ? gops(win->rate) : "-") << "</td><td class=\"n\">"
@@ -173,15 +247,59 @@ std::string render_report(const std::vector<Record>& records, const std::string&
     } else {
       os << "-";
     }
-    os << "</td><td class=\"n\">" << rs.size() << "</td><td class=\"n\">" << passed
+    os << "</td><td>"
+       << (view.best_baseline
+               ? esc(baseline_name(*view.best_baseline)) + " " + gops(view.best_baseline->rate)
+               : std::string("-"))
+       << "</td><td class=\"n\">"
+       << (win && view.best_baseline ? ratio(win->rate, view.best_baseline->rate) : "-")
+       << "</td><td class=\"n\">" << rs.size() << "</td><td class=\"n\">" << passed
        << "</td><td class=\"n\">" << incorrect << "</td></tr>\n";
   }
-  os << "</table>\n<h2>Convergence</h2>\n<p>Best rate found so far against the number of "
+  os << "</table>\n";
+
+  // The winner against the template default and every baseline, per unit.
+  bool any_baseline = false;
+  for (const auto& [unit, view] : views) any_baseline |= !view.baselines.empty();
+  if (any_baseline) {
+    os << "<h2>Against the baselines</h2>\n<p>Per identity and bucket, the winner against the "
+          "template's default schedule and each baseline measured on the same shape (Halide's "
+          "autoschedulers on the same algorithm, through the same gate and timing; other "
+          "baselines as their records say). A baseline that failed shows its outcome and why; "
+          "winner / baseline above 1 means the winner is faster.</p>\n";
+  }
+  for (const auto& [unit, view] : views) {
+    if (view.baselines.empty()) continue;
+    const double win_rate = view.win ? view.win->rate : 0;
+    os << "<h3>" << esc(unit.first) << " &mdash; " << esc(unit.second) << "</h3>"
+       << "<table class=\"baselines\"><tr><th>kernel</th><th>outcome</th><th>G/s</th>"
+          "<th>winner / it</th><th>note</th></tr>\n";
+    auto row = [&](const std::string& name, const Record* r, const std::string& note) {
+      os << "<tr><td>" << esc(name) << "</td><td>" << (r ? esc(outcome_text(*r)) : "-")
+         << "</td><td class=\"n\">"
+         << (r && r->outcome == Outcome::kPassed && r->rate > 0 ? gops(r->rate) : "-")
+         << "</td><td class=\"n\">"
+         << (r && r->outcome == Outcome::kPassed ? ratio(win_rate, r->rate) : "-") << "</td><td>"
+         << esc(note) << "</td></tr>\n";
+    };
+    row("winner: " + view.winner_name, view.win, "");
+    row("template default", view.def, view.def ? "" : "not in the database");
+    for (const Record* b : view.baselines) {
+      std::string note;
+      if (b->extra.contains("note") && b->extra["note"].is_string())
+        note = b->extra["note"].get<std::string>();
+      if (b->gate.is_object() && b->gate.value("scope", "") == "bucket")
+        note += std::string(note.empty() ? "" : "; ") + "gated on the bucket's shape only";
+      row(baseline_name(*b), b, note);
+    }
+    os << "</table>\n";
+  }
+  os << "<h2>Convergence</h2>\n<p>Best rate found so far against the number of "
         "candidates tried and against the run's elapsed time, per search strategy.</p>\n";
   for (const auto& [unit, rs] : units) {
     std::map<std::string, std::vector<const Record*>> by_strategy;
     for (const Record* r : rs) {
-      if (r->extra.value("stage", "") == "final") continue;
+      if (r->extra.value("stage", "") == "final" || is_baseline(*r)) continue;
       by_strategy[r->extra.value("strategy", "?")].push_back(r);
     }
     std::map<std::string, std::vector<Point>> by_count, by_time;

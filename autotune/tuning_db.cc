@@ -223,9 +223,23 @@ std::size_t merge_databases(const std::vector<std::string>& inputs, const std::s
   return all.size();
 }
 
+bool is_baseline(const Record& r) {
+  return r.extra.is_object() && r.extra.value("stage", "") == "baseline";
+}
+
+std::string baseline_name(const Record& r) {
+  if (!is_baseline(r)) return "";
+  if (r.schedule.is_object() && r.schedule.contains("baseline") &&
+      r.schedule["baseline"].is_string()) {
+    return r.schedule["baseline"].get<std::string>();
+  }
+  return r.schedule.dump();
+}
+
 std::map<std::string, Winner> best_records(const std::vector<Record>& records) {
   std::map<std::string, Winner> best;
   for (const Record& r : records) {
+    if (is_baseline(r)) continue;
     const std::string group = r.identity + "|" + r.target + "|" + r.bucket;
     Winner& w = best.try_emplace(group, Winner{nullptr}).first->second;
     ++w.candidates;

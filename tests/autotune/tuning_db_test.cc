@@ -12,6 +12,7 @@
 #include "autotune/tune_buckets.h"
 #include "autotune/tune_inputs.h"
 #include "autotune/tune_report.h"
+#include "autotune/tuner.h"
 #include "reference/error.h"
 #include "tests/support/test_support.h"
 
@@ -195,6 +196,43 @@ TEST_F(TuningDb, MergeUnionsByCandidateKeyAndBestPicksTheFastest) {
   EXPECT_FALSE(fs::exists(path("out.jsonl")));
 }
 
+// A baseline's record: schedule {"baseline": NAME}, stage "baseline".
+Record baseline(const std::string& name, Outcome o, double rate,
+                const std::string& bucket = "m1.n1-512.k1-512") {
+  Record r = record(4, o, rate, bucket);
+  r.schedule = {{"baseline", name}};
+  r.extra["stage"] = "baseline";
+  return r;
+}
+
+TEST_F(TuningDb, BaselinesAreNeverWinners) {
+  const std::string target = "x86-64-linux-avx2-fma";
+  std::vector<Record> rs;
+  rs.push_back(record(4, Outcome::kPassed, 1e9));
+  rs.push_back(record(6, Outcome::kIncorrect, 0));
+  // Faster than every candidate, in the same bucket and alone in another one.
+  rs.push_back(baseline("Adams2019", Outcome::kPassed, 50e9));
+  rs.push_back(baseline("openblas", Outcome::kPassed, 60e9, "m2-8.n1-512.k1-512"));
+  for (Record& r : rs) r.target = target;
+  EXPECT_TRUE(is_baseline(rs[2]));
+  EXPECT_FALSE(is_baseline(rs[0]));
+  EXPECT_EQ(baseline_name(rs[3]), "openblas");
+  EXPECT_EQ(baseline_name(rs[0]), "");
+  // The baseline's key differs from a candidate's of the same bucket (resume tells them apart).
+  EXPECT_NE(rs[2].key(), rs[0].key());
+  const auto best = best_records(rs);
+  ASSERT_EQ(best.size(), 1u);  // the bucket with only a baseline has no winner
+  const Winner& w = best.begin()->second;
+  EXPECT_EQ(w.record->rate, 1e9);
+  EXPECT_EQ(w.candidates, 2);  // baselines are not candidates
+  EXPECT_EQ(w.passed, 1);
+  // Nor does the tuned database ship them.
+  const nlohmann::json tuned = tuned_database(rs, target);
+  ASSERT_EQ(tuned.at("kernels").size(), 1u) << tuned.dump();
+  EXPECT_EQ(tuned["kernels"][0].at("schedule"), rs[0].schedule);
+  EXPECT_EQ(tuned.dump().find("baseline"), std::string::npos) << tuned.dump();
+}
+
 TEST(TuneBuckets, ClassesOfMNAndK) {
   EXPECT_EQ(bucket_of(1, 4096, 4096).name, "m1.n513-4096.k513-4096");
   EXPECT_EQ(bucket_of(16, 11008, 100).name, "m9-64.n4097+.k1-512");
@@ -259,6 +297,66 @@ TEST(TuneReport, ShowsWinnerAgainstDefaultAndOneCurvePerStrategy) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // SVG namespace only
   EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("Against the baselines"), std::string::npos);  // none in the database
+}
+
+// The baselines' table: each baseline record by its name (an autoscheduler, or a library another
+// part of the tuner measures), its rate and the winner's ratio to it, or its outcome and why.
+TEST(TuneReport, ShowsEveryBaselineByNameWithItsRateOrWhyItFailed) {
+  const std::string target = "x86-64-linux-avx2-fma";
+  const std::string bucket = "m9-64.n513-4096.k513-4096";
+  const schedules::TargetInfo info = schedules::target_info(target);
+  const nlohmann::json def =
+      schedules::default_schedule(info, accumulator_of(parse_identity_spec("Gemm:float32")));
+  std::vector<Record> rs;
+  auto add = [&](Record r) {
+    r.identity = "Gemm:float32";
+    r.target = target;
+    r.bucket = bucket;
+    r.shape = {16, 1024, 1024};
+    r.extra["strategy"] = "evolutionary";
+    rs.push_back(r);
+  };
+  Record d = record(4, Outcome::kPassed, 10e9, bucket);
+  d.schedule = def;
+  add(d);
+  Record w = d;
+  w.schedule["tile_rows"] = 2;
+  w.rate = 30e9;
+  add(w);
+  add(baseline("Adams2019", Outcome::kPassed, 12e9, bucket));
+  Record li = baseline("Li2018", Outcome::kIncorrect, 0, bucket);
+  li.gate["first_mismatch"] = {
+      {"case", "ragged_k"}, {"shape", {3, 5, 7}},           {"data", "random"},
+      {"index", 4},         {"expected", "0x3f800000 (1)"}, {"actual", "0x3f800001 (1)"}};
+  add(li);
+  Record mu = baseline("Mullapudi2016", Outcome::kBuildFailed, 0, bucket);
+  mu.detail = "the worker died of signal 6 (Aborted) in phase 'compile 0'";
+  add(mu);
+  Record blas = baseline("openblas", Outcome::kPassed, 60e9, bucket);
+  blas.extra["note"] = "inexact: sums in its own order";
+  add(blas);
+  const std::string html = render_report(rs, target);
+  ASSERT_NE(html.find("Against the baselines"), std::string::npos) << html;
+  const std::string table = html.substr(html.find("Against the baselines"));
+  for (const char* want : {"winner: gemm_f32_strict__x86_avx2_2x",      // the winner's row
+                           ">template default<", ">10.00<", ">3.00x<",  // the default: 30 / 10
+                           ">Adams2019<", ">12.00<", ">2.50x<",         // 30 / 12
+                           ">Li2018<",
+                           "incorrect: case ragged_k [3,5,7] (random data), element 4 is "
+                           "0x3f800001 (1) where the reference has 0x3f800000 (1)",
+                           ">Mullapudi2016<", "build_failed: the worker died of signal 6",
+                           ">openblas<", ">60.00<", ">0.50x<", "inexact: sums in its own order"}) {
+    EXPECT_NE(table.find(want), std::string::npos) << want << " in " << table;
+  }
+  // Baselines are neither candidates nor winners nor curves.
+  EXPECT_NE(html.find("2 candidate records: passed 2;"), std::string::npos) << html;
+  EXPECT_NE(html.find("4 baseline records:"), std::string::npos) << html;
+  EXPECT_NE(html.find(">openblas 60.00<"), std::string::npos);  // the best baseline
+  EXPECT_NE(html.find(">0.50x<"), std::string::npos);
+  std::size_t curves = 0;
+  for (std::size_t p = 0; (p = html.find("<polyline", p)) != std::string::npos; ++p) ++curves;
+  EXPECT_EQ(curves, 2u);  // one strategy, against candidates and against time
 }
 
 }  // namespace
