@@ -121,8 +121,9 @@ shape, each in a worker process of its own, through the same gate and timing: th
 that crashes the compiler, exceeds --timeout or computes other bits (e.g. a float sum reordered)
 is recorded so (build_failed, timeout, incorrect with the first mismatch). An autoscheduler
 makes a kernel for its estimates, which may refuse shapes smaller than its tiles (run_failed,
-naming the gate case): --baseline-gate bucket gates baselines on the bucket's own shape only, and
-the report says so.
+naming the gate case): --baseline-gate bucket gates baselines on the bucket's own shape only
+(records of their own: rerun with it over a full-gate database to add them), and the report says
+so.
 
 Writes to --out: tuning.jsonl (unless --db says otherwise), tuned/<target>.json, the database
 the build consumes (cmake -DMMTUNE_DATABASE=<out>/tuned/<target>.json), and report.html.

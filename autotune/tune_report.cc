@@ -106,6 +106,11 @@ std::string ratio(double num, double den) {
   return os.str();
 }
 
+// A baseline gated on its bucket's own shape only (--baseline-gate bucket).
+bool bucket_gated(const Record& r) {
+  return r.gate.is_object() && r.gate.value("scope", "") == "bucket";
+}
+
 // What became of a record, in a sentence: "passed", or the outcome and why (an incorrect one: the
 // gate's first mismatch).
 std::string outcome_text(const Record& r) {
@@ -212,7 +217,10 @@ std::string render_report(const std::vector<Record>& records, const std::string&
     std::vector<Record> copy;
     for (const Record* r : rs) copy.push_back(*r);
     const auto best = best_records(copy);
-    const Record* win = best.empty() ? nullptr : best.begin()->second.record;
+    // The winner among the database's records (`copy` ends with this iteration).
+    const Record* win =
+        best.empty() ? nullptr
+                     : rs[static_cast<std::size_t>(best.begin()->second.record - copy.data())];
     view.win = win;
     double default_rate = 0;
     std::string winner_name = "-";
@@ -249,7 +257,8 @@ std::string render_report(const std::vector<Record>& records, const std::string&
     }
     os << "</td><td>"
        << (view.best_baseline
-               ? esc(baseline_name(*view.best_baseline)) + " " + gops(view.best_baseline->rate)
+               ? esc(baseline_name(*view.best_baseline)) + " " + gops(view.best_baseline->rate) +
+                     (bucket_gated(*view.best_baseline) ? " (bucket gate)" : "")
                : std::string("-"))
        << "</td><td class=\"n\">"
        << (win && view.best_baseline ? ratio(win->rate, view.best_baseline->rate) : "-")
@@ -273,14 +282,20 @@ std::string render_report(const std::vector<Record>& records, const std::string&
     const double win_rate = view.win ? view.win->rate : 0;
     os << "<h3>" << esc(unit.first) << " &mdash; " << esc(unit.second) << "</h3>"
        << "<table class=\"baselines\"><tr><th>kernel</th><th>outcome</th><th>G/s</th>"
-          "<th>winner / it</th><th>note</th></tr>\n";
+          "<th>winner / it</th><th>compile s</th><th>note</th></tr>\n";
     auto row = [&](const std::string& name, const Record* r, const std::string& note) {
       os << "<tr><td>" << esc(name) << "</td><td>" << (r ? esc(outcome_text(*r)) : "-")
          << "</td><td class=\"n\">"
          << (r && r->outcome == Outcome::kPassed && r->rate > 0 ? gops(r->rate) : "-")
          << "</td><td class=\"n\">"
-         << (r && r->outcome == Outcome::kPassed ? ratio(win_rate, r->rate) : "-") << "</td><td>"
-         << esc(note) << "</td></tr>\n";
+         << (r && r->outcome == Outcome::kPassed ? ratio(win_rate, r->rate) : "-")
+         << "</td><td class=\"n\">";
+      if (r && r->extra.contains("compile_s") && r->extra["compile_s"].is_number()) {
+        os << std::fixed << std::setprecision(1) << r->extra["compile_s"].get<double>();
+      } else {
+        os << "-";
+      }
+      os << "</td><td>" << esc(note) << "</td></tr>\n";
     };
     row("winner: " + view.winner_name, view.win, "");
     row("template default", view.def, view.def ? "" : "not in the database");
@@ -288,7 +303,7 @@ std::string render_report(const std::vector<Record>& records, const std::string&
       std::string note;
       if (b->extra.contains("note") && b->extra["note"].is_string())
         note = b->extra["note"].get<std::string>();
-      if (b->gate.is_object() && b->gate.value("scope", "") == "bucket")
+      if (bucket_gated(*b))
         note += std::string(note.empty() ? "" : "; ") + "gated on the bucket's shape only";
       row(baseline_name(*b), b, note);
     }

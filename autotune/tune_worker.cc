@@ -356,14 +356,17 @@ std::vector<Record> evaluate(const Job& job, const std::function<void(const std:
       tile = key.schedule.tile(info, accumulator_of(id));
       phase("compile " + std::to_string(i));
       if (job.inject_fault == "abort_compile") std::abort();  // tests: a compiler crash
+      const auto compile_start = Clock::now();
       try {
         (void)jit::compile(key, job.target);
       } catch (const std::exception& e) {
         r.outcome = Outcome::kBuildFailed;
         r.detail = e.what();
+        r.extra["compile_s"] = seconds_since(compile_start);
         records.push_back(r);
         continue;
       }
+      r.extra["compile_s"] = seconds_since(compile_start);  // an autoscheduler's search included
     } catch (const InvalidArgument& e) {
       r.outcome = Outcome::kInvalid;
       r.detail = e.what();

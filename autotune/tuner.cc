@@ -435,7 +435,10 @@ TuneSummary autotune(const TuneOptions& o) {
     // ones in the database), --jobs at once, gated and timed as the candidates.
     for (const std::string& name : baselines) {
       if (g_interrupts > 0) break;
-      Job job = make_job({nlohmann::json{{"baseline", name}}}, false);
+      // Gated on the bucket's shape only, it is another record than under the full gate.
+      nlohmann::json schedule = {{"baseline", name}};
+      if (o.baseline_bucket_gate) schedule["gate"] = "bucket";
+      Job job = make_job({schedule}, false);
       job.baseline = name;
       job.bucket_gate = o.baseline_bucket_gate;
       Record probe;
@@ -448,10 +451,11 @@ TuneSummary autotune(const TuneOptions& o) {
         ++summary.resumed;
         continue;
       }
-      while (pool.full()) {
+      while (pool.full() && g_interrupts < 2) {
         for (Record& r : pool.collect(0.5)) store(r, "baseline", "baseline");
         progress.update(status());
       }
+      if (g_interrupts > 0) break;
       pool.submit(job);
     }
     while (!pool.idle()) {

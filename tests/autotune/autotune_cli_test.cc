@@ -265,6 +265,9 @@ TEST_F(Autotune, BaselinesGatedOnTheBucketShapeAreTimed) {
   ASSERT_EQ(bs.size(), 3u);
   int timed = 0;
   for (const Record& b : bs) {
+    // Another record than the same autoscheduler's under the full gate.
+    EXPECT_EQ(b.schedule,
+              nlohmann::json({{"baseline", tune::baseline_name(b)}, {"gate", "bucket"}}));
     if (b.outcome != Outcome::kPassed && b.outcome != Outcome::kIncorrect) continue;
     EXPECT_EQ(b.gate.value("scope", ""), "bucket") << b.to_json().dump();
     EXPECT_EQ(b.gate.at("cases").get<int>(), 2) << b.to_json().dump();  // random + one other kind

@@ -324,7 +324,9 @@ TEST(TuneReport, ShowsEveryBaselineByNameWithItsRateOrWhyItFailed) {
   w.schedule["tile_rows"] = 2;
   w.rate = 30e9;
   add(w);
-  add(baseline("Adams2019", Outcome::kPassed, 12e9, bucket));
+  Record adams = baseline("Adams2019", Outcome::kPassed, 12e9, bucket);
+  adams.extra["compile_s"] = 61.0;  // its search included
+  add(adams);
   Record li = baseline("Li2018", Outcome::kIncorrect, 0, bucket);
   li.gate["first_mismatch"] = {
       {"case", "ragged_k"}, {"shape", {3, 5, 7}},           {"data", "random"},
@@ -336,27 +338,53 @@ TEST(TuneReport, ShowsEveryBaselineByNameWithItsRateOrWhyItFailed) {
   Record blas = baseline("openblas", Outcome::kPassed, 60e9, bucket);
   blas.extra["note"] = "inexact: sums in its own order";
   add(blas);
+  // A second unit, with its own winner and baseline, tabled apart.
+  const std::string small = "m1.n513-4096.k513-4096";
+  for (double rate : {3e9, 4e9}) {
+    Record c = w;
+    c.bucket = small;
+    c.shape = {1, 1024, 1024};
+    c.schedule["tile_rows"] = rate > 3.5e9 ? 1 : 3;
+    c.rate = rate;
+    rs.push_back(c);
+  }
+  Record small_baseline = baseline("Adams2019", Outcome::kPassed, 1e9, small);
+  small_baseline.identity = "Gemm:float32";
+  small_baseline.target = target;
+  small_baseline.shape = {1, 1024, 1024};
+  rs.push_back(small_baseline);
   const std::string html = render_report(rs, target);
   ASSERT_NE(html.find("Against the baselines"), std::string::npos) << html;
-  const std::string table = html.substr(html.find("Against the baselines"));
-  for (const char* want : {"winner: gemm_f32_strict__x86_avx2_2x",      // the winner's row
-                           ">template default<", ">10.00<", ">3.00x<",  // the default: 30 / 10
-                           ">Adams2019<", ">12.00<", ">2.50x<",         // 30 / 12
-                           ">Li2018<",
-                           "incorrect: case ragged_k [3,5,7] (random data), element 4 is "
-                           "0x3f800001 (1) where the reference has 0x3f800000 (1)",
-                           ">Mullapudi2016<", "build_failed: the worker died of signal 6",
-                           ">openblas<", ">60.00<", ">0.50x<", "inexact: sums in its own order"}) {
+  const std::size_t small_at = html.find("&mdash; " + small + "</h3>");
+  const std::size_t big_at = html.find("&mdash; " + bucket + "</h3>");
+  ASSERT_NE(small_at, std::string::npos) << html;
+  ASSERT_NE(big_at, std::string::npos) << html;
+  ASSERT_LT(small_at, big_at);  // units in name order
+  const std::string small_table = html.substr(small_at, big_at - small_at);
+  for (const char* want : {">4.00<", ">1.00<", ">4.00x<"}) {  // its winner, its baseline
+    EXPECT_NE(small_table.find(want), std::string::npos) << want << " in " << small_table;
+  }
+  EXPECT_EQ(small_table.find(">30.00<"), std::string::npos) << small_table;
+  const std::string table = html.substr(big_at);
+  for (const char* want :
+       {"winner: gemm_f32_strict__x86_avx2_2x",         // the winner's row
+        ">template default<", ">10.00<", ">3.00x<",     // the default: 30 / 10
+        ">Adams2019<", ">12.00<", ">2.50x<", ">61.0<",  // 30 / 12; compile seconds
+        ">Li2018<",
+        "incorrect: case ragged_k [3,5,7] (random data), element 4 is "
+        "0x3f800001 (1) where the reference has 0x3f800000 (1)",
+        ">Mullapudi2016<", "build_failed: the worker died of signal 6", ">openblas<", ">60.00<",
+        ">0.50x<", "inexact: sums in its own order"}) {
     EXPECT_NE(table.find(want), std::string::npos) << want << " in " << table;
   }
   // Baselines are neither candidates nor winners nor curves.
-  EXPECT_NE(html.find("2 candidate records: passed 2;"), std::string::npos) << html;
-  EXPECT_NE(html.find("4 baseline records:"), std::string::npos) << html;
+  EXPECT_NE(html.find("4 candidate records: passed 4;"), std::string::npos) << html;
+  EXPECT_NE(html.find("5 baseline records:"), std::string::npos) << html;
   EXPECT_NE(html.find(">openblas 60.00<"), std::string::npos);  // the best baseline
   EXPECT_NE(html.find(">0.50x<"), std::string::npos);
   std::size_t curves = 0;
   for (std::size_t p = 0; (p = html.find("<polyline", p)) != std::string::npos; ++p) ++curves;
-  EXPECT_EQ(curves, 2u);  // one strategy, against candidates and against time
+  EXPECT_EQ(curves, 4u);  // per unit: one strategy, against candidates and against time
 }
 
 }  // namespace
