@@ -82,6 +82,26 @@ NamedShape parse_mnk(const std::string& text, const char* where = "autotune") {
   return s;
 }
 
+// "none", or a comma list of autoscheduler names (any case; the tuner checks them).
+std::vector<std::string> parse_baselines(const std::string& text) {
+  if (text == "none") return {};
+  std::vector<std::string> names;
+  std::istringstream in(text);
+  for (std::string name; std::getline(in, name, ',');) {
+    if (name.empty()) {
+      invalid("autotune", "--baselines '", text,
+              "' is not a comma list of Adams2019, Mullapudi2016, Li2018, or none");
+    }
+    names.push_back(name);
+  }
+  if (names.empty()) {
+    invalid("autotune",
+            "--baselines '' is not a comma list of Adams2019, Mullapudi2016, Li2018, "
+            "or none");
+  }
+  return names;
+}
+
 std::string self_exe() {
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -99,6 +119,16 @@ in-flight candidates) and rerun the same command to resume; nothing is measured 
 Where OpenBLAS or oneDNN computes the same thing (float32 Gemm, u8.s8->u8 QLinearMatMul), it is
 timed as a baseline, once per database; it is never a winner.
 
+After each identity and bucket's search, Halide's own autoschedulers (--baselines: Adams2019,
+Mullapudi2016, Li2018 by default; `none` skips them) schedule the same algorithm for the bucket's
+shape, each in a worker process of its own, through the same gate and timing: their records
+(stage "baseline") are what report.html compares the winner with, never winners themselves. One
+that crashes the compiler, exceeds --timeout or computes other bits (e.g. a float sum reordered)
+is recorded so (build_failed, timeout, incorrect with the first mismatch). An autoscheduler
+makes a kernel for its estimates, which often refuses shapes smaller than its tiles, so baselines
+are gated on the bucket's own shape by default (--baseline-gate bucket); --baseline-gate full runs
+the candidates' whole battery (records of their own), and the report says which.
+
 Writes to --out: tuning.jsonl (unless --db says otherwise), tuned/<target>.json, the database
 the build consumes (cmake -DMMTUNE_DATABASE=<out>/tuned/<target>.json), machine.json (peak
 FLOP/s and memory bandwidth, measured at the start) and report.html.
@@ -111,6 +141,7 @@ Examples:
   mmtune autotune                                  # float32 Gemm (fma) and u8.s8->u8 QLinearMatMul
   mmtune autotune --op Gemm:float32 --shapes benchmarks/shapes/llm.txt --budget 30m
   mmtune autotune --op Gemm:bfloat16:contract=fma --shape 1,4096,4096 --max-candidates 40 --jobs 2
+  mmtune autotune --baselines Mullapudi2016,Li2018      # skip Adams2019
   mmtune autotune --ops-from tuned/x86-64-linux-sse41.json --target x86-64-linux-sse41
                                                    # retune every identity a database ships
   mmtune autotune --shard 2/8 --db shard2.jsonl ...   # one of 8 independent processes
@@ -160,6 +191,7 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     std::vector<std::string> ops, shape;
     std::string ops_from, shapes, target = "host", budget, db, out, shard = "0/1",
                                   strategy = "evolutionary";
+    std::string baselines = "Adams2019,Mullapudi2016,Li2018", baseline_gate = "bucket";
     int max_candidates = 0, threads = 1, jobs = 0, finalists = 3;
     uint64_t seed = 1;
     double timeout = 180;
@@ -185,6 +217,12 @@ std::function<int()> add_autotune_command(CLI::App& app) {
   sub->add_option("--shard", o->shard, "I/N: this process's share of the work");
   sub->add_option("--strategy", o->strategy, "evolutionary (default) or random");
   sub->add_option("--finalists", o->finalists, "best candidates re-measured interleaved");
+  sub->add_option("--baselines", o->baselines,
+                  "Halide autoschedulers run per identity and bucket as baselines: a comma list of "
+                  "Adams2019, Mullapudi2016, Li2018, or none (default: all three)");
+  sub->add_option("--baseline-gate", o->baseline_gate,
+                  "bucket (default: the bucket's own shape only) or full (the candidates' gate "
+                  "battery)");
   sub->add_option("--timeout", o->timeout, "seconds allowed per compile and gate");
   sub->add_flag("--quiet", o->quiet, "no progress output");
   sub->add_flag("--no-emit", o->no_emit,
@@ -225,6 +263,11 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     parse_shard(o->shard, t.shard_index, t.shard_count);
     t.strategy = o->strategy;
     t.finalists = o->finalists;
+    t.baselines = parse_baselines(o->baselines);
+    if (o->baseline_gate != "full" && o->baseline_gate != "bucket") {
+      invalid("autotune", "--baseline-gate '", o->baseline_gate, "' is not full or bucket");
+    }
+    t.baseline_bucket_gate = o->baseline_gate == "bucket";
     t.timeout_s = o->timeout;
     t.quiet = o->quiet;
     t.emit = !o->no_emit;

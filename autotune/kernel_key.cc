@@ -25,6 +25,13 @@ schedules::TargetInfo target_info_of(const HalideVariant& v) {
 
 std::map<std::string, std::string> KernelKey::generator_params() const {
   std::map<std::string, std::string> gp = identity.params;
+  if (autoschedule) {
+    // No knob: the generator builds the template's default layout, and no template schedules it.
+    gp["estimate_m"] = std::to_string(autoschedule->m);
+    gp["estimate_n"] = std::to_string(autoschedule->n);
+    gp["estimate_k"] = std::to_string(autoschedule->k);
+    return gp;
+  }
   for (const auto& [k, v] : schedule.generator_params()) gp[k] = v;
   return gp;
 }
@@ -32,6 +39,10 @@ std::map<std::string, std::string> KernelKey::generator_params() const {
 std::string KernelKey::to_string() const {
   std::string s = identity.generator;
   for (const auto& [k, v] : generator_params()) s.append(" ").append(k).append("=").append(v);
+  if (autoschedule) {
+    s.append(" autoscheduler=").append(autoschedule->name);
+    s.append(" parallelism=").append(std::to_string(autoschedule->parallelism));
+  }
   return s;
 }
 
@@ -50,13 +61,22 @@ schedules::Accumulator accumulator_of(const KernelIdentity& id) {
 KernelKey kernel_key(const KernelIdentity& id, const HalideVariant& v) {
   const schedules::TargetInfo t = target_info_of(v);
   const schedules::Accumulator acc = accumulator_of(id);
+  if (v.autoschedule) {
+    const Autoschedule& a = *v.autoschedule;
+    if (v.schedule) invalid(id.op, "a variant has a schedule or an autoscheduler, not both");
+    if (a.m < 1 || a.n < 1 || a.k < 1 || a.m > (1 << 30) || a.n > (1 << 30) || a.k > (1 << 30)) {
+      invalid(id.op, "the autoscheduler's estimates ", a.m, "x", a.n, "x", a.k,
+              " are not a shape of positive extents below 2^30");
+    }
+    if (a.parallelism < 1) invalid(id.op, "the autoscheduler's parallelism must be at least 1");
+  }
   const schedules::Schedule s = v.schedule ? *v.schedule : schedules::default_schedule(t, acc);
   if (auto why = s.validate(t, acc)) invalid(id.op, "schedule: ", *why);
   auto contract = id.params.find("contract");
   if (contract != id.params.end() && contract->second == to_string(FloatContract::kFma)) {
     if (auto why = schedules::why_no_fma(t)) invalid(id.op, *why);
   }
-  return {id, s};
+  return {id, s, v.autoschedule};
 }
 
 }  // namespace mmtune

@@ -3,6 +3,7 @@
 // by it.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,11 +14,22 @@
 
 namespace mmtune {
 
+// One of Halide's own autoschedulers in place of a schedule template: the generator's algorithm
+// (built for the template's default layout) as it is, scheduled by the named autoscheduler for the
+// given shape (the tuner's baselines, autotune/tune_worker.h).
+struct Autoschedule {
+  std::string name;             // jit::autoschedulers(): "Adams2019", "Mullapudi2016", "Li2018"
+  int64_t m = 0, n = 0, k = 0;  // the shape it optimizes for (its estimates)
+  int parallelism = 1;          // the threads the kernel runs on
+};
+
 // A schedule for a target: what the tuner searches and the databases store.
 struct HalideVariant {
   // Absent: the defaults of the target family's template for the kernel's sum.
   std::optional<schedules::Schedule> schedule;
   std::string target = "host";  // "host" or a Halide target string
+  // Present: an autoscheduler schedules the kernel (`schedule` must be absent).
+  std::optional<Autoschedule> autoschedule;
 };
 
 // The Halide target string `target` names ("host": this machine's, as Halide detects it);
@@ -30,11 +42,16 @@ schedules::TargetInfo target_info_of(const HalideVariant& v);
 
 struct KernelKey {
   KernelIdentity identity;
+  // The template's schedule; under an autoscheduler, the default one whose layout the algorithm is
+  // built for (its tile sizes the gate's shapes).
   schedules::Schedule schedule;
-  // The generator parameters: the identity's and the schedule's.
+  std::optional<Autoschedule> autoschedule;
+  // The generator parameters: the identity's and the schedule's; under an autoscheduler the
+  // identity's and the estimates (estimate_m, estimate_n, estimate_k).
   std::map<std::string, std::string> generator_params() const;
-  std::string to_string()
-      const;  // "mmtune_gemm A.type=float32 ... template=cpu_matmul tile_rows=6 ..."
+  // "mmtune_gemm A.type=float32 ... template=cpu_matmul tile_rows=6 ..."; under an autoscheduler
+  // "mmtune_gemm A.type=float32 ... estimate_m=16 ... autoscheduler=Adams2019 parallelism=1".
+  std::string to_string() const;
 };
 
 // The Accumulator of each operator's kernels (its K sum: width and exactness).
@@ -42,7 +59,8 @@ schedules::Accumulator accumulator_of(const KernelIdentity& id);
 
 // The kernel of `id` under `v` (its schedule, or the default one), validated: InvalidArgument
 // naming the operator and the reason when the schedule's template does not fit the target or its
-// knobs do not fit the sum, before anything is compiled.
+// knobs do not fit the sum, before anything is compiled. Under an autoscheduler: InvalidArgument
+// for a schedule given too, an estimate below 1 or a parallelism below 1.
 KernelKey kernel_key(const KernelIdentity& id, const HalideVariant& v);
 
 }  // namespace mmtune

@@ -316,6 +316,42 @@ ByteTerms byte_terms(const KernelIdentity& id) {
   return t;
 }
 
+std::string ratio(double num, double den) {
+  if (!(num > 0) || !(den > 0)) return "-";
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << num / den << "x";
+  return os.str();
+}
+
+// A baseline gated on its bucket's own shape only (--baseline-gate bucket).
+bool bucket_gated(const Record& r) {
+  return r.gate.is_object() && r.gate.value("scope", "") == "bucket";
+}
+
+// What became of a record, in a sentence: "passed", or the outcome and why (an incorrect one: the
+// gate's first mismatch).
+std::string outcome_text(const Record& r) {
+  std::string text = outcome_name(r.outcome);
+  if (r.outcome == Outcome::kPassed) return text;
+  const nlohmann::json m =
+      r.gate.is_object() ? r.gate.value("first_mismatch", nlohmann::json()) : nlohmann::json();
+  if (m.is_object()) {
+    std::ostringstream os;
+    os << ": case " << m.value("case", "?");
+    if (m.contains("shape")) os << " " << m["shape"].dump();
+    if (m.contains("data")) os << " (" << m.value("data", "?") << " data)";
+    if (m.contains("index")) {
+      os << ", element " << m["index"].dump() << " is " << m.value("actual", "?")
+         << " where the reference has " << m.value("expected", "?");
+    } else if (m.contains("violation")) {
+      os << ", " << m.value("violation", "?");
+    }
+    return text + os.str();
+  }
+  if (!r.detail.empty()) text += ": " + r.detail;
+  return text;
+}
+
 }  // namespace
 
 std::map<std::string, Convergence> convergence(const std::vector<const Record*>& unit_records) {
@@ -363,8 +399,10 @@ std::string render_report(const std::vector<Record>& records, const std::string&
     if (r.target != target) continue;
     (is_baseline(r) ? baselines : mine).push_back(&r);
   }
-  std::map<std::string, int> outcomes;
+  std::map<std::string, int> outcomes, baseline_outcomes;
   for (const Record* r : mine) ++outcomes[outcome_name(r->outcome)];
+  for (const Record* r : baselines) ++baseline_outcomes[outcome_name(r->outcome)];
+  const std::size_t candidates = mine.size();
   std::ostringstream os;
   os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
      << "<title>mmtune autotune report: " << esc(target) << "</title><style>"
@@ -383,11 +421,16 @@ std::string render_report(const std::vector<Record>& records, const std::string&
        << esc(p.value("halide", "?")) << "; mmtune " << esc(p.value("mmtune", "?")) << "; "
        << esc(p.value("date", "")) << "; " << p.value("threads", 1) << " thread(s) per kernel.</p>";
   }
-  os << "<p>" << mine.size() << " candidate records:";
+  os << "<p>" << candidates << " candidate records:";
   for (const auto& [name, n] : outcomes) os << " " << esc(name) << " " << n << ";";
   os << " every passed candidate matched the reference bit for bit on its gate battery before it "
-        "was timed. "
-     << baselines.size() << " baseline records.</p>\n";
+        "was timed.";
+  if (!baselines.empty()) {
+    os << " " << baselines.size() << " baseline records:";
+    for (const auto& [name, n] : baseline_outcomes) os << " " << esc(name) << " " << n << ";";
+    os << " baselines are never winners.";
+  }
+  os << "</p>\n";
 
   // The machine.
   const bool measured = machine.is_object() && machine.contains("peak");
@@ -428,22 +471,40 @@ std::string render_report(const std::vector<Record>& records, const std::string&
   const schedules::TargetInfo info = schedules::target_info(target);
   std::map<std::pair<std::string, std::string>, const Record*> winners;
 
+  // Per unit: its winner, the template default's rate and record, the baselines.
+  struct UnitView {
+    const Record* win = nullptr;
+    std::string winner_name = "-";
+    const Record* def = nullptr;
+    std::vector<const Record*> baselines;   // by name
+    const Record* best_baseline = nullptr;  // the fastest passed one
+  };
+  std::map<std::pair<std::string, std::string>, UnitView> views;
   os << "<h2>Winners</h2><table "
         "class=\"winners\"><tr><th>identity</th><th>bucket</th><th>shape</th>"
-        "<th>winner</th><th>G/s</th><th>default G/s</th><th>speed-up</th><th>candidates</th>"
+        "<th>winner</th><th>G/s</th><th>default G/s</th><th>speed-up</th>"
+        "<th>best baseline</th><th>vs best baseline</th><th>candidates</th>"
         "<th>passed</th><th>incorrect</th></tr>\n";
-  for (const auto& [unit, rs] : units) {
+  for (const auto& [unit, all] : units) {
+    UnitView& view = views[unit];
+    const std::vector<const Record*>& rs = all;  // candidates (baselines are apart)
+    if (auto b = unit_baselines.find(unit); b != unit_baselines.end()) view.baselines = b->second;
+    for (const Record* r : view.baselines) {
+      if (r->outcome == Outcome::kPassed && r->rate > 0 &&
+          (!view.best_baseline || r->rate > view.best_baseline->rate))
+        view.best_baseline = r;
+    }
+    std::stable_sort(
+        view.baselines.begin(), view.baselines.end(),
+        [](const Record* a, const Record* b) { return baseline_name(*a) < baseline_name(*b); });
     std::vector<Record> copy;
     for (const Record* r : rs) copy.push_back(*r);
     const auto best = best_records(copy);
-    const Record* win = nullptr;
-    if (!best.empty()) {
-      // The same record in `rs` (best points into the copy).
-      const std::string key = best.begin()->second.record->key();
-      for (const Record* r : rs) {
-        if (r->key() == key) win = r;
-      }
-    }
+    // The winner among the database's records (`copy` ends with this iteration).
+    const Record* win =
+        best.empty() ? nullptr
+                     : rs[static_cast<std::size_t>(best.begin()->second.record - copy.data())];
+    view.win = win;
     winners[unit] = win;
     double default_rate = 0;
     std::string winner_name = "-";
@@ -451,9 +512,10 @@ std::string render_report(const std::vector<Record>& records, const std::string&
       const KernelIdentity id = parse_identity_spec(unit.first);
       const nlohmann::json def = schedules::default_schedule(info, accumulator_of(id));
       for (const Record* r : rs) {
-        if (r->schedule == def && r->outcome == Outcome::kPassed &&
-            r->extra.value("stage", "") != "final")
-          default_rate = r->rate;
+        if (r->schedule == def && r->extra.value("stage", "") != "final") {
+          view.def = r;
+          if (r->outcome == Outcome::kPassed) default_rate = r->rate;
+        }
       }
       if (win) {
         winner_name = kernel_name(
@@ -461,12 +523,13 @@ std::string render_report(const std::vector<Record>& records, const std::string&
       }
     } catch (const std::exception&) {
     }
+    view.winner_name = winner_name;
     int passed = 0, incorrect = 0;
     for (const Record* r : rs) {
       passed += r->outcome == Outcome::kPassed;
       incorrect += r->outcome == Outcome::kIncorrect;
     }
-    const auto& shape = rs.front()->shape;
+    const auto& shape = all.front()->shape;
     os << "<tr><td>" << esc(unit.first) << "</td><td class=\"b\">" << esc(unit.second)
        << "</td><td>" << shape.at(0) << "x" << shape.at(1) << "x" << shape.at(2)
        << "</td><td class=\"k\">" << esc(winner_name) << "</td><td class=\"n\">"
@@ -477,7 +540,14 @@ std::string render_report(const std::vector<Record>& records, const std::string&
     } else {
       os << "-";
     }
-    os << "</td><td class=\"n\">" << rs.size() << "</td><td class=\"n\">" << passed
+    os << "</td><td>"
+       << (view.best_baseline
+               ? esc(baseline_name(*view.best_baseline)) + " " + gops(view.best_baseline->rate) +
+                     (bucket_gated(*view.best_baseline) ? " (bucket gate)" : "")
+               : std::string("-"))
+       << "</td><td class=\"n\">"
+       << (win && view.best_baseline ? ratio(win->rate, view.best_baseline->rate) : "-")
+       << "</td><td class=\"n\">" << rs.size() << "</td><td class=\"n\">" << passed
        << "</td><td class=\"n\">" << incorrect << "</td></tr>\n";
   }
   os << "</table>\n";
@@ -540,7 +610,7 @@ std::string render_report(const std::vector<Record>& records, const std::string&
           "protocol on the same data; mmtune &divide; baseline above 1 means the winner is "
           "faster.</p><table class=\"baselines\"><tr><th>identity</th><th>bucket</th>"
           "<th>shape</th><th>baseline</th><th>outcome</th><th>G/s</th><th>winner G/s</th>"
-          "<th>mmtune &divide; baseline</th><th>note</th></tr>\n";
+          "<th>mmtune &divide; baseline</th><th>compile s</th><th>note</th></tr>\n";
     for (const auto& [unit, bs] : unit_baselines) {
       const auto w = winners.find(unit);
       const Record* win = w == winners.end() ? nullptr : w->second;
@@ -549,11 +619,16 @@ std::string render_report(const std::vector<Record>& records, const std::string&
         if (name.empty()) name = b->schedule.dump();
         os << "<tr><td>" << esc(unit.first) << "</td><td class=\"b\">" << esc(unit.second)
            << "</td><td>" << b->shape.at(0) << "x" << b->shape.at(1) << "x" << b->shape.at(2)
-           << "</td><td>" << esc(name) << "</td><td>" << outcome_name(b->outcome)
+           << "</td><td>" << esc(name) << "</td><td>" << esc(outcome_text(*b))
            << "</td><td class=\"n\">" << (b->rate > 0 ? gops(b->rate) : "-")
            << "</td><td class=\"n\">" << (win ? gops(win->rate) : "-") << "</td><td class=\"n\">"
            << (win && b->rate > 0 ? fixed(win->rate / b->rate, 2) + "x" : "-")
+           << "</td><td class=\"n\">"
+           << (b->extra.contains("compile_s") && b->extra["compile_s"].is_number()
+                   ? fixed(b->extra["compile_s"].get<double>(), 1)
+                   : std::string("-"))
            << "</td><td class=\"note\">" << esc(b->extra.value("note", ""))
+           << (bucket_gated(*b) ? " Gated on the bucket's shape only." : "")
            << (b->detail.empty() ? "" : " " + esc(b->detail)) << "</td></tr>\n";
       }
     }
@@ -583,7 +658,7 @@ std::string render_report(const std::vector<Record>& records, const std::string&
   for (const auto& [unit, rs] : units) {
     std::map<std::string, std::vector<const Record*>> by_strategy;
     for (const Record* r : rs) {
-      if (r->extra.value("stage", "") == "final") continue;
+      if (r->extra.value("stage", "") == "final" || is_baseline(*r)) continue;
       by_strategy[r->extra.value("strategy", "?")].push_back(r);
     }
     std::map<std::string, std::vector<Point>> by_count, by_time;

@@ -1,12 +1,13 @@
 // report.html of a tuning run: self-contained (inline SVG and CSS, no script, no network). The
 // machine's measured peak FLOP/s and memory bandwidth (autotune/tune_machine.h); per identity and
-// bucket: the winner against the template's default schedule, the outcomes of every candidate;
-// a roofline (attainable FLOP/s = min(peak, intensity x bandwidth), log-log) with every winner and
-// baseline at its arithmetic intensity (2MNK / bytes of operands and output) and rate; the
-// baselines (records of stage "baseline", each by its schedule's "baseline" name) against the
-// winners; and the convergence curves (best rate against candidates and against time, one curve
-// per search strategy found in the database, so a model-guided run and a random run over the same
-// bucket show side by side).
+// bucket: the winner against the template's default schedule and against every baseline record
+// (extra "stage": "baseline", named by its schedule's "baseline": Halide's autoschedulers,
+// libraries; their rate, or their outcome and why when they failed), the outcomes of every
+// candidate; a roofline (attainable FLOP/s = min(peak, intensity x bandwidth), log-log) with every
+// winner and baseline at its arithmetic intensity (2MNK / bytes of operands and output) and rate;
+// and the convergence curves (best rate against candidates and against time, one curve per search
+// strategy found in the database, so a model-guided run and a random run over the same bucket show
+// side by side).
 #pragma once
 
 #include <cstdint>

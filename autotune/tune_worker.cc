@@ -13,11 +13,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 #include "autotune/gate.h"
 #include "autotune/halide_jit.h"
@@ -81,6 +83,14 @@ bool gate_schedule(const KernelIdentity& id, const Job& job, const HalideVariant
     }
     cases = all;
   }
+  if (job.bucket_gate) {
+    // The bucket's own shape only (gate_cases names those cases "bucket_...").
+    std::vector<GateCase> bucket;
+    for (const GateCase& c : cases) {
+      if (c.name.rfind("bucket_", 0) == 0) bucket.push_back(c);
+    }
+    cases = bucket;
+  }
   std::mt19937_64 rng(job.seed);
   bool passed = true;
   int64_t kernel_cases = 0, reference_cases = 0, outputs = 0;
@@ -88,7 +98,15 @@ bool gate_schedule(const KernelIdentity& id, const Job& job, const HalideVariant
     const OpCall call = make_call(id, c.m, c.n, c.k, c.kind, rng);
     const Tensor expected = run_reference(call.op, call.inputs, call.attrs);
     const GateResult g = run_gated(expected, [&](JitRun& run) {
-      Tensor t = run_halide(call.op, call.inputs, call.attrs, v, &run);
+      Tensor t;
+      try {
+        t = run_halide(call.op, call.inputs, call.attrs, v, &run);
+      } catch (const std::exception& e) {
+        // Which case the kernel failed on (a kernel that refuses shapes below its tiles, ...).
+        throw std::runtime_error("case " + c.name + " (" + std::to_string(c.m) + "x" +
+                                 std::to_string(c.n) + "x" + std::to_string(c.k) +
+                                 "): " + e.what());
+      }
       if (job.inject_fault == "drop_tail" && run.kernel_calls > 0 && !t.bytes.empty()) {
         // Tests only: a kernel that leaves its last element unwritten (what a schedule that drops
         // the tail would do): the element keeps the gate's poison.
@@ -129,6 +147,7 @@ bool gate_schedule(const KernelIdentity& id, const Job& job, const HalideVariant
   report["reference_cases"] = reference_cases;
   report["outputs"] = outputs;
   report["full"] = job.full_gate;
+  if (job.bucket_gate) report["scope"] = "bucket";
   return passed;
 }
 
@@ -150,15 +169,40 @@ std::vector<std::vector<double>> measure(const KernelIdentity& id, const Job& jo
       job.measure);
 }
 
+// The last few lines of a file (a dead worker's stderr), on one line, at most ~400 characters.
+std::string tail_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff keep = std::min<std::streamoff>(size, 400);
+  in.seekg(size - keep);
+  std::string text(static_cast<std::size_t>(keep), '\0');
+  in.read(text.data(), keep);
+  if (keep < size) {
+    const std::size_t nl = text.find('\n');
+    if (nl != std::string::npos) text.erase(0, nl + 1);  // from a whole line
+  }
+  std::string out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    out += (out.empty() ? "" : " | ") + line;
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json Job::to_json() const {
   return {{"identity", identity},
           {"target", target},
           {"schedules", schedules},
+          {"baseline", baseline},
           {"bucket", bucket},
           {"shape", shape},
           {"full_gate", full_gate},
+          {"bucket_gate", bucket_gate},
           {"measure",
            {{"min_sample_s", measure.min_sample_s},
             {"min_samples", measure.min_samples},
@@ -176,9 +220,11 @@ Job Job::from_json(const nlohmann::json& j) {
   job.identity = j.at("identity").get<std::string>();
   job.target = j.at("target").get<std::string>();
   job.schedules = j.at("schedules").get<std::vector<nlohmann::json>>();
+  job.baseline = j.at("baseline").get<std::string>();
   job.bucket = j.at("bucket").get<std::string>();
   job.shape = j.at("shape").get<std::vector<int64_t>>();
   job.full_gate = j.at("full_gate").get<bool>();
+  job.bucket_gate = j.at("bucket_gate").get<bool>();
   const auto& m = j.at("measure");
   job.measure.min_sample_s = m.at("min_sample_s").get<double>();
   job.measure.min_samples = m.at("min_samples").get<int>();
@@ -209,18 +255,28 @@ std::vector<Record> evaluate(const Job& job, const std::function<void(const std:
     v.target = job.target;
     schedules::Tile tile;
     try {
-      v.schedule = job.schedules[i].get<schedules::Schedule>();
+      if (job.baseline.empty()) {
+        v.schedule = job.schedules[i].get<schedules::Schedule>();
+      } else {
+        // The autoscheduler optimizes for the bucket's shape and the threads it is timed on.
+        v.autoschedule = Autoschedule{job.baseline, job.shape.at(0), job.shape.at(1),
+                                      job.shape.at(2), job.measure.threads};
+      }
       const KernelKey key = kernel_key(id, v);
       tile = key.schedule.tile(info, accumulator_of(id));
       phase("compile " + std::to_string(i));
+      if (job.inject_fault == "abort_compile") std::abort();  // tests: a compiler crash
+      const auto compile_start = Clock::now();
       try {
         (void)jit::compile(key, job.target);
       } catch (const std::exception& e) {
         r.outcome = Outcome::kBuildFailed;
         r.detail = e.what();
+        r.extra["compile_s"] = seconds_since(compile_start);
         records.push_back(r);
         continue;
       }
+      r.extra["compile_s"] = seconds_since(compile_start);  // an autoscheduler's search included
     } catch (const InvalidArgument& e) {
       r.outcome = Outcome::kInvalid;
       r.detail = e.what();
@@ -292,6 +348,7 @@ struct WorkerPool::Child {
   pid_t pid = -1;
   int out_fd = -1;
   std::string job_file;
+  std::string err_file;  // its stderr
   Job job;
   std::string buffer;  // stdout so far
   std::string phase = "start";
@@ -327,30 +384,40 @@ void WorkerPool::submit(const Job& job) {
       invalid("autotune", "cannot write the job file '", file, "'");
     }
   }
+  // The child's stderr goes to a file: compiler warnings (Mullapudi2016 writes one per fused
+  // multiply-add) stay off the terminal, and a crash's last words join its record.
+  c->err_file = c->job_file.substr(0, c->job_file.size() - 5) + ".err";
+  const int err_fd = ::open(c->err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+  if (err_fd < 0 || ::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    if (err_fd >= 0) ::close(err_fd);
+    std::remove(c->job_file.c_str());
     delete c;
-    invalid("autotune", "cannot create a pipe for a worker: ", std::strerror(errno));
+    invalid("autotune", "cannot create the output files of a worker: ", std::strerror(errno));
   }
   const std::string threads = std::to_string(job.measure.threads);
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);
+    ::close(err_fd);
     delete c;
     invalid("autotune", "cannot start a worker: ", std::strerror(errno));
   }
   if (pid == 0) {
-    // The child: stdout to the pipe, a process group of its own (Ctrl-C goes to the parent, which
-    // decides), the thread count in the environment before Halide's runtime starts.
+    // The child: stdout to the pipe, stderr to its file, a process group of its own (Ctrl-C goes
+    // to the parent, which decides), the thread count in the environment before Halide's runtime
+    // starts.
     ::setpgid(0, 0);
     ::dup2(pipe_fds[1], 1);
+    ::dup2(err_fd, 2);
     ::setenv("HL_NUM_THREADS", threads.c_str(), 1);
     const char* argv[] = {exe_.c_str(), "__tune-worker", c->job_file.c_str(), nullptr};
     ::execv(exe_.c_str(), const_cast<char* const*>(argv));
     std::_Exit(127);
   }
   ::close(pipe_fds[1]);
+  ::close(err_fd);
   (void)::fcntl(pipe_fds[0], F_SETFL, ::fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
   c->pid = pid;
   c->out_fd = pipe_fds[0];
@@ -418,6 +485,8 @@ std::vector<Record> WorkerPool::collect(double wait_s) {
       }
       ::close(c->out_fd);
       std::remove(c->job_file.c_str());
+      const std::string last_words = tail_of(c->err_file);
+      std::remove(c->err_file.c_str());
       // The result line, if the child got that far.
       const std::size_t at = c->buffer.rfind("result ");
       bool parsed = false;
@@ -445,6 +514,7 @@ std::vector<Record> WorkerPool::collect(double wait_s) {
             why << "the worker exited with status " << WEXITSTATUS(status) << " in phase '"
                 << c->phase << "'";
           }
+          if (!last_words.empty()) why << "; its stderr ended: " << last_words;
         }
         // The schedule in progress takes the blame; the others were not reached.
         for (std::size_t s = 0; s < c->job.schedules.size(); ++s) {
@@ -476,6 +546,7 @@ void WorkerPool::kill_all() {
     }
     ::close(c->out_fd);
     std::remove(c->job_file.c_str());
+    std::remove(c->err_file.c_str());
     delete c;
   }
   children_.clear();

@@ -1,5 +1,7 @@
 // The tuner's worker: one job (a kernel identity, a target, one or more schedules, the bucket's
-// shape) compiled, gated bit for bit against the reference and timed, in a process of its own. The
+// shape) compiled, gated bit for bit against the reference and timed, in a process of its own (or a
+// baseline: the same algorithm under one of Halide's autoschedulers, through the same gate and
+// timing). The
 // wheel's libHalide aborts the whole process on some schedules (LLVM assertions), so the tuner
 // runs each job in a child (`mmtune __tune-worker JOB.json`): a crash or a hang costs that job's
 // records, not the run. Children report their phase on stdout as they go, so a death is attributed
@@ -21,12 +23,21 @@ struct Job {
   std::string identity;                   // spec, autotune/tune_inputs.h
   std::string target;                     // Halide target string
   std::vector<nlohmann::json> schedules;  // one (a search candidate) or the finalists
+  // "" for schedules of the template; else one of Halide's autoschedulers (jit::autoschedulers())
+  // schedules the kernel for `shape`, and `schedules` is the one record's {"baseline": NAME}. It
+  // is gated and timed exactly as a candidate.
+  std::string baseline;
   std::string bucket;
   std::vector<int64_t> shape;  // M, N, K the bucket is measured on
   bool full_gate = false;      // every data kind on every gate shape (finalists)
+  // Only the gate cases of the bucket's own shape (baselines under --baseline-gate bucket: Halide's
+  // autoschedulers make kernels for their estimates, which may refuse shapes below their tiles).
+  bool bucket_gate = false;
   MeasureOptions measure;
   std::string measure_lock;  // a file locked while timing (one timer at a time)
-  std::string inject_fault;  // tests only: "drop_tail" corrupts the last output
+  // Tests only: "drop_tail" corrupts the last output; "abort_compile" aborts the worker while it
+  // compiles (a compiler crash).
+  std::string inject_fault;
   uint64_t seed = 1;
 
   nlohmann::json to_json() const;

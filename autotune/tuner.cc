@@ -15,11 +15,13 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "Halide.h"
 #include "autotune/atomic_file.h"
+#include "autotune/halide_jit.h"
 #include "autotune/kernel_key.h"
 #include "autotune/kernel_naming.h"
 #include "autotune/tune_baselines.h"
@@ -250,6 +252,16 @@ TuneSummary autotune(const TuneOptions& o) {
   if (o.strategy != "random" && o.strategy != "evolutionary") {
     invalid("autotune", "--strategy '", o.strategy, "' is not random or evolutionary");
   }
+  std::vector<std::string> baselines;
+  for (const std::string& b : o.baselines) {
+    const std::optional<std::string> name = jit::autoscheduler_name(b);
+    if (!name) {
+      invalid("autotune", "--baselines: '", b,
+              "' is not one of Halide's autoschedulers (Adams2019, Mullapudi2016, Li2018)");
+    }
+    if (std::find(baselines.begin(), baselines.end(), *name) == baselines.end())
+      baselines.push_back(*name);
+  }
   const std::string target = resolve_target(o.target);
   // Candidates are timed here: a target this CPU cannot run is for a machine that has it (cross
   // targets are tuned on their own hardware).
@@ -319,14 +331,14 @@ TuneSummary autotune(const TuneOptions& o) {
   std::map<std::string, int> outcome_counts;  // of the current unit, for the progress line
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - run_start).count(); };
 
-  // The unit's search records (stage ""), or its finalists' re-measurements (stage "final");
-  // baselines are neither.
-  auto records_of = [&](const Unit& u, bool final_stage) {
+  // The unit's records of one stage: "" (the search) or "final" of this run's strategy, or
+  // "baseline" (any).
+  auto records_of = [&](const Unit& u, const std::string& stage) {
     std::vector<const Record*> rs;
     for (const Record& r : db.records()) {
       if (r.identity == u.identity && r.target == target && r.bucket == u.bucket.name &&
-          r.extra.value("stage", "") == (final_stage ? "final" : "") &&
-          r.extra.value("strategy", "evolutionary") == o.strategy) {
+          r.extra.value("stage", "") == stage &&
+          (stage == "baseline" || r.extra.value("strategy", "evolutionary") == o.strategy)) {
         rs.push_back(&r);
       }
     }
@@ -355,7 +367,7 @@ TuneSummary autotune(const TuneOptions& o) {
     const schedules::Accumulator acc = accumulator_of(u.id);
     Strategy strategy(o.strategy, info, acc,
                       mix(o.seed, u.identity + "|" + u.bucket.name + "|" + o.strategy));
-    std::vector<const Record*> existing = records_of(u, false);
+    std::vector<const Record*> existing = records_of(u, "");
     for (const Record* r : existing) strategy.mark_seen(r->schedule);
     summary.resumed += static_cast<int>(existing.size());
     // Seeds: the incumbents (--ops-from), then the best schedules of the same identity's other
@@ -374,7 +386,8 @@ TuneSummary autotune(const TuneOptions& o) {
     {
       std::vector<Record> same;
       for (const Record& r : db.records()) {
-        if (r.identity == u.identity && r.target == target && r.bucket != u.bucket.name)
+        if (r.identity == u.identity && r.target == target && r.bucket != u.bucket.name &&
+            !is_baseline(r))
           same.push_back(r);
       }
       for (const auto& [g, w] : best_records(same)) {
@@ -404,7 +417,7 @@ TuneSummary autotune(const TuneOptions& o) {
     };
     auto status = [&] {
       double best_rate = 0;
-      for (const Record* r : records_of(u, false)) best_rate = std::max(best_rate, r->rate);
+      for (const Record* r : records_of(u, "")) best_rate = std::max(best_rate, r->rate);
       std::ostringstream os;
       os << "[" << (ui + 1) << "/" << units.size() << "] " << u.identity << " " << u.bucket.name
          << ": " << tried << "/" << o.max_candidates << " candidates";
@@ -464,9 +477,9 @@ TuneSummary autotune(const TuneOptions& o) {
     }
     if (g_interrupts > 0) break;
     // Finalists: the best few, fully gated and re-measured interleaved in one worker.
-    if (o.finalists > 0 && records_of(u, true).empty()) {
+    if (o.finalists > 0 && records_of(u, "final").empty()) {
       std::vector<const Record*> passed;
-      for (const Record* r : records_of(u, false)) {
+      for (const Record* r : records_of(u, "")) {
         if (r->outcome == Outcome::kPassed && r->rate > 0) passed.push_back(r);
       }
       std::sort(passed.begin(), passed.end(),
@@ -484,6 +497,41 @@ TuneSummary autotune(const TuneOptions& o) {
           for (Record& r : pool.collect(0.5)) store(r, o.strategy, "final");
         }
       }
+    }
+    // Baselines: each autoscheduler on the same algorithm, once per unit (a resumed run skips the
+    // ones in the database), --jobs at once, gated and timed as the candidates.
+    for (const std::string& name : baselines) {
+      if (g_interrupts > 0) break;
+      // Gated on the bucket's shape only, it is another record than under the full gate.
+      nlohmann::json schedule = {{"baseline", name}};
+      if (o.baseline_bucket_gate) schedule["gate"] = "bucket";
+      Job job = make_job({schedule}, false);
+      job.baseline = name;
+      job.bucket_gate = o.baseline_bucket_gate;
+      Record probe;
+      probe.identity = u.identity;
+      probe.target = target;
+      probe.bucket = u.bucket.name;
+      probe.schedule = job.schedules[0];
+      probe.extra["stage"] = "baseline";
+      if (db.contains(probe.key())) {
+        ++summary.resumed;
+        continue;
+      }
+      while (pool.full() && g_interrupts < 2) {
+        for (Record& r : pool.collect(0.5)) store(r, "baseline", "baseline");
+        progress.update(status());
+      }
+      if (g_interrupts > 0) break;
+      pool.submit(job);
+    }
+    while (!pool.idle()) {
+      if (g_interrupts >= 2) {
+        pool.kill_all();
+        break;
+      }
+      for (Record& r : pool.collect(0.5)) store(r, "baseline", "baseline");
+      progress.update(status());
     }
     progress.line(status());
   }

@@ -28,8 +28,15 @@ struct TuneOptions {
   int jobs = 1;                 // workers compiling and gating at once
   double timeout_s = 180;       // per compile-and-gate
   int finalists = 3;            // re-measured interleaved, fully gated
-  std::string db;               // the database (JSON Lines)
-  std::string out;              // tuned/<target>.json and report go here
+  // Halide autoschedulers (jit::autoschedulers()) run on each unit after its finalists, gated and
+  // timed as candidates: records of stage "baseline", never winners.
+  std::vector<std::string> baselines = {"Adams2019", "Mullapudi2016", "Li2018"};
+  // The baselines' gate: only the cases of the bucket's own shape (true: an autoscheduler's kernel
+  // is made for its estimates and often refuses shapes below its tiles), or the candidates' whole
+  // battery (false). Baselines are compared with, never shipped.
+  bool baseline_bucket_gate = true;
+  std::string db;   // the database (JSON Lines)
+  std::string out;  // tuned/<target>.json and report go here
   uint64_t seed = 1;
   int shard_index = 0, shard_count = 1;
   std::string strategy = "evolutionary";

@@ -230,6 +230,15 @@ bool is_baseline(const Record& r) {
   return r.extra.is_object() && r.extra.value("stage", "") == "baseline";
 }
 
+std::string baseline_name(const Record& r) {
+  if (!is_baseline(r)) return "";
+  if (r.schedule.is_object() && r.schedule.contains("baseline") &&
+      r.schedule["baseline"].is_string()) {
+    return r.schedule["baseline"].get<std::string>();
+  }
+  return r.schedule.dump();
+}
+
 std::map<std::string, Winner> best_records(const std::vector<Record>& records) {
   std::map<std::string, Winner> best;
   for (const Record& r : records) {

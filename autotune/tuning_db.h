@@ -90,16 +90,19 @@ class Database {
 std::size_t merge_databases(const std::vector<std::string>& inputs, const std::string& output,
                             std::vector<std::string>* warnings = nullptr);
 
-// A baseline's record (extra "stage": "baseline"): something mmtune is compared with, timed on the
-// bucket's shape as candidates are, whose schedule names it ({"baseline": "openblas"}, ...)
-// instead of a schedule template. Never a candidate, never a winner.
+// A baseline's record (extra "stage": "baseline", schedule {"baseline": NAME}): what the winners
+// are compared with (Halide's autoschedulers on the same algorithm, libraries), timed on the
+// bucket's shape as candidates are; never a candidate, never a winner.
 bool is_baseline(const Record& r);
+// The name of a baseline record ("Adams2019", "openblas", ...), or "" for any other record.
+std::string baseline_name(const Record& r);
 
 // The winner of each (identity, target, bucket): the passed finalist re-measurement with the
-// highest rate, else the passed search record with the highest rate. Baselines are skipped.
+// highest rate, else the passed search record with the highest rate. Baseline records are never
+// winners and are not counted.
 struct Winner {
   const Record* record;
-  int candidates = 0;  // records of its bucket, any outcome, baselines excluded
+  int candidates = 0;  // search and finalist records of its bucket, any outcome
   int passed = 0;
 };
 std::map<std::string, Winner> best_records(const std::vector<Record>& records);

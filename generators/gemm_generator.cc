@@ -121,7 +121,18 @@ class GemmGenerator : public Generator<GemmGenerator> {
     p_.out = Y;
   }
 
-  void schedule() { schedule_knobs.apply(p_, get_target(), acc_); }
+  void schedule() {
+    if (!using_autoscheduler()) {
+      schedule_knobs.apply(p_, get_target(), acc_);
+      return;
+    }
+    const auto e = schedule_knobs.autoschedule(p_);
+    A.set_estimates(trans_a ? Region{{0, e.m}, {0, e.k}} : Region{{0, e.k}, {0, e.m}});
+    B.set_estimates(trans_b ? Region{{0, e.k}, {0, e.n}} : Region{{0, e.n}, {0, e.k}});
+    C.set_estimates({{0, e.n}, {0, e.m}});
+    alpha.set_estimate(1.0f);
+    beta.set_estimate(has_c ? 1.0f : 0.0f);
+  }
 
  private:
   schedules::MatmulPipeline p_;

@@ -52,7 +52,23 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
     p_.out = Y;
   }
 
-  void schedule() { schedule_knobs.apply(p_, get_target(), kAcc); }
+  void schedule() {
+    if (!using_autoscheduler()) {
+      schedule_knobs.apply(p_, get_target(), kAcc);
+      return;
+    }
+    const auto e = schedule_knobs.autoschedule(p_);
+    A.set_estimates({{0, e.k}, {0, e.m}});
+    B.set_estimates({{0, e.n}, {0, e.k}});
+    C.set_estimates({{0, e.n}, {0, e.m}});
+    b_scale.set_estimates({{0, e.n}});
+    b_zero_point.set_estimates({{0, e.n}});
+    a_scale.set_estimate(1.0f);
+    a_zero_point.set_estimate(0);
+    y_scale.set_estimate(1.0f);
+    y_zero_point.set_estimate(0);
+    alpha.set_estimate(1.0f);
+  }
 
  private:
   static constexpr schedules::Accumulator kAcc{32, true};  // the exact int32 sum

@@ -74,7 +74,21 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
     p_.out = y;
   }
 
-  void schedule() { schedule_knobs.apply(p_, get_target(), acc_); }
+  void schedule() {
+    if (!using_autoscheduler()) {
+      schedule_knobs.apply(p_, get_target(), acc_);
+      return;
+    }
+    const auto e = schedule_knobs.autoschedule(p_);
+    a.set_estimates({{0, e.k}, {0, e.m}});
+    b.set_estimates({{0, e.n}, {0, e.k}});
+    a_scale.set_estimates({{0, e.m}});
+    a_zero_point.set_estimates({{0, e.m}});
+    b_scale.set_estimates({{0, e.n}});
+    b_zero_point.set_estimates({{0, e.n}});
+    y_scale.set_estimate(1.0f);
+    y_zero_point.set_estimate(0);
+  }
 
  private:
   schedules::MatmulPipeline p_;

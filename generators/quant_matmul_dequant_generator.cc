@@ -165,7 +165,20 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     p_.per_column = {colsum_};
   }
 
-  void schedule() { schedule_knobs.apply(p_, get_target(), kAcc); }
+  void schedule() {
+    if (!using_autoscheduler()) {
+      schedule_knobs.apply(p_, get_target(), kAcc);
+      return;
+    }
+    const auto e = schedule_knobs.autoschedule(p_);
+    x.set_estimates({{0, e.k}, {0, e.m}});
+    weight.set_estimates(transpose_weight ? Region{{0, e.k}, {0, e.n}}
+                                          : Region{{0, e.n}, {0, e.k}});
+    weight_scale.set_estimates({{0, e.n}});
+    bias.set_estimates({{0, e.n}});
+    x_scale.set_estimates({{0, per_token ? e.m : 1}});
+    smooth.set_estimates({{0, e.k}});
+  }
 
  private:
   static constexpr schedules::Accumulator kAcc{32, true};  // the exact int32 sum

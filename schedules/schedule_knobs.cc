@@ -47,4 +47,16 @@ void ScheduleKnobs::apply(MatmulPipeline& p, const Halide::Target& t, Accumulato
   std::visit([&](const CpuMatmulParams& params) { schedule_cpu_matmul(p, params); }, s.params());
 }
 
+ScheduleKnobs::Estimates ScheduleKnobs::autoschedule(MatmulPipeline& p) const {
+  const Estimates e{estimate_m_.value(), estimate_n_.value(), estimate_k_.value()};
+  if (e.m < 1 || e.n < 1 || e.k < 1) {
+    _halide_user_error << "an autoscheduler needs the shape it optimizes for: the generator "
+                          "parameters estimate_m, estimate_n and estimate_k (given: "
+                       << e.m << ", " << e.n << ", " << e.k << ")\n";
+  }
+  p.out.output_buffer().dim(0).set_min(0).dim(1).set_min(0);
+  p.out.set_estimates({{0, e.n}, {0, e.m}});
+  return e;
+}
+
 }  // namespace mmtune::schedules

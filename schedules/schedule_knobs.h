@@ -1,7 +1,8 @@
 // The schedule as a generator holds it: Halide GeneratorParams for "template" and for every knob of
 // every template (string-valued; empty = the template's default), read back as a Schedule. A
 // generator declares one ScheduleKnobs member, asks it for the layout in generate() and applies it
-// in schedule(); it never names a template.
+// in schedule(); it never names a template. Under one of Halide's autoschedulers (the tuner's
+// baselines) the generator calls autoschedule() instead of apply(): no template schedules it.
 #pragma once
 
 #include <array>
@@ -34,11 +35,24 @@ class ScheduleKnobs {
   // Schedules `p` (built for layout(t, acc)) with the template's schedule function.
   void apply(MatmulPipeline& p, const Halide::Target& t, Accumulator acc) const;
 
+  // The shape an autoscheduler optimizes for: the generator parameters estimate_m, estimate_n and
+  // estimate_k (a Halide user error when one is missing).
+  struct Estimates {
+    int m = 0, n = 0, k = 0;
+  };
+  // Instead of apply() when the generator is compiled under an autoscheduler: the output's
+  // estimates (N x M) and its origin (0, 0), which every call has and apply() declares too. The
+  // generator sets its inputs' estimates from the returned shape; the algorithm is untouched.
+  Estimates autoschedule(MatmulPipeline& p) const;
+
  private:
   static constexpr std::size_t kMaxKnobs = 48;
   Halide::GeneratorParam<std::string> template_{"template", ""};
   // Halide finds GeneratorParams inside the generator object: these are constructed in place.
   std::array<std::optional<Halide::GeneratorParam<std::string>>, kMaxKnobs> knobs_;
+  Halide::GeneratorParam<int> estimate_m_{"estimate_m", 0, 0, 1 << 30};
+  Halide::GeneratorParam<int> estimate_n_{"estimate_n", 0, 0, 1 << 30};
+  Halide::GeneratorParam<int> estimate_k_{"estimate_k", 0, 0, 1 << 30};
 };
 
 }  // namespace mmtune::schedules

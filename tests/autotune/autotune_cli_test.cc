@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <map>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -56,8 +55,8 @@ int count_lines(const std::string& p) {
 
 class Autotune : public CliFixture {};
 
-// Short timing: tiny shapes are stable within a few samples.
-const char* kQuick = " --quiet --jobs 2 --finalists 0";
+// Short timing: tiny shapes are stable within a few samples; no baselines (their own tests).
+const char* kQuick = " --quiet --jobs 2 --finalists 0 --baselines none";
 
 TEST_F(Autotune, GateRecordsAWrongKernelAsIncorrectAndNeverChoosesIt) {
   const std::string db = path("wrong.jsonl");
@@ -272,6 +271,119 @@ TEST_F(Autotune, BaselinesAndMachineFiguresAreRecordedButNeverWin) {
   EXPECT_EQ(Database::open(db, false).records().size(), before);
 }
 
+std::vector<Record> baselines_of(const Database& d) {
+  std::vector<Record> out;
+  for (const Record& r : d.records()) {
+    if (tune::is_baseline(r)) out.push_back(r);
+  }
+  return out;
+}
+
+// Halide's autoschedulers on the same algorithm: one record each per identity and bucket, passed
+// (gated, timed) or failed with the reason; never measured twice, never the winner; in the report.
+TEST_F(Autotune, BaselinesAreRecordedOnceNeverWinAndAreReported) {
+  const std::string args =
+      "autotune --op Gemm:float32 --shape 7,19,13 --max-candidates 2 --strategy random --seed 5"
+      " --baseline-gate full --quiet --jobs 2 --finalists 0 --out " +
+      path("out");
+  const CliResult r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const Database d = Database::open(path("out") + "/tuning.jsonl", false);
+  const std::vector<Record> bs = baselines_of(d);
+  ASSERT_EQ(bs.size(), 3u) << r.out;
+  EXPECT_EQ(d.records().size(), 5u);  // 2 candidates + 3 baselines
+  std::set<std::string> names;
+  for (const Record& b : bs) {
+    const std::string name = tune::baseline_name(b);
+    names.insert(name);
+    EXPECT_EQ(b.schedule, nlohmann::json({{"baseline", name}}));
+    EXPECT_EQ(b.extra.value("stage", ""), "baseline");
+    EXPECT_EQ(b.shape, (std::vector<int64_t>{7, 19, 13}));
+    if (b.outcome == Outcome::kPassed) {
+      // Gated on the battery as a candidate, then timed.
+      EXPECT_GT(b.gate.at("cases").get<int>(), 5) << b.to_json().dump();
+      EXPECT_GT(b.rate, 0) << b.to_json().dump();
+      EXPECT_FALSE(b.samples_s.empty());
+    } else if (b.outcome == Outcome::kIncorrect) {
+      EXPECT_TRUE(b.gate.contains("first_mismatch")) << b.to_json().dump();
+      EXPECT_EQ(b.rate, 0);
+    } else {
+      EXPECT_FALSE(b.detail.empty()) << b.to_json().dump();
+    }
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"Adams2019", "Mullapudi2016", "Li2018"}));
+  // The winner is a candidate, and the tuned database ships no baseline.
+  const auto best = tune::best_records(d.records());
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_FALSE(tune::is_baseline(*best.begin()->second.record));
+  const std::string target = d.records()[0].target;
+  const auto tuned = nlohmann::json::parse(slurp(path("out") + "/tuned/" + target + ".json"));
+  ASSERT_EQ(tuned.at("kernels").size(), 1u) << tuned.dump();
+  EXPECT_TRUE(tuned["kernels"][0].at("schedule").contains("template")) << tuned.dump();
+  EXPECT_EQ(tuned.dump().find("baseline"), std::string::npos) << tuned.dump();
+  // The report has a row per baseline in its baselines table.
+  const std::string html = slurp(path("out") + "/report.html");
+  const std::size_t table = html.find("<table class=\"baselines\">");
+  ASSERT_NE(table, std::string::npos) << html;
+  for (const char* name : {">Adams2019<", ">Mullapudi2016<", ">Li2018<"}) {
+    EXPECT_NE(html.find(name, table), std::string::npos) << name;
+  }
+  // A rerun measures nothing again, baselines included.
+  const std::set<std::string> before = keys_of(path("out") + "/tuning.jsonl");
+  const CliResult again = run(args);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find(" 0 new records, 5 found"), std::string::npos) << again.out;
+  EXPECT_EQ(keys_of(path("out") + "/tuning.jsonl"), before);
+  // --baselines none runs none (the search is exhausted at --max-candidates).
+  const CliResult none = run(args + " --baselines none");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.out.find(" 0 new records"), std::string::npos) << none.out;
+}
+
+// --baseline-gate bucket: the autoschedulers' kernels are gated on the bucket's own shape only
+// (they are made for it and may refuse smaller shapes), then timed; the report says so.
+TEST_F(Autotune, BaselinesGatedOnTheBucketShapeAreTimed) {
+  const CliResult r =
+      run("autotune --op Gemm:float32 --shape 7,19,13 --max-candidates 1 --strategy random"
+          " --baseline-gate bucket --quiet --jobs 2 --finalists 0 --out " +
+          path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const Database d = Database::open(path("out") + "/tuning.jsonl", false);
+  const std::vector<Record> bs = baselines_of(d);
+  ASSERT_EQ(bs.size(), 3u);
+  int timed = 0;
+  for (const Record& b : bs) {
+    // Another record than the same autoscheduler's under the full gate.
+    EXPECT_EQ(b.schedule,
+              nlohmann::json({{"baseline", tune::baseline_name(b)}, {"gate", "bucket"}}));
+    if (b.outcome != Outcome::kPassed && b.outcome != Outcome::kIncorrect) continue;
+    EXPECT_EQ(b.gate.value("scope", ""), "bucket") << b.to_json().dump();
+    EXPECT_EQ(b.gate.at("cases").get<int>(), 2) << b.to_json().dump();  // random + one other kind
+    if (b.outcome == Outcome::kPassed && b.rate > 0) ++timed;
+  }
+  EXPECT_GE(timed, 1) << "no autoscheduler's kernel passed the bucket's gate and was timed";
+  const std::string html = slurp(path("out") + "/report.html");
+  EXPECT_NE(html.find("gated on the bucket's shape only"), std::string::npos);
+}
+
+// A baseline whose worker dies while compiling is a record naming why, not a missing row.
+TEST_F(Autotune, ABaselineThatCrashesTheCompilerIsRecorded) {
+  const CliResult r =
+      run("autotune --op Gemm:float32 --shape 7,19,13 --max-candidates 1 --strategy random"
+          " --baselines li2018 --inject-fault abort_compile --no-emit --quiet --jobs 2"
+          " --finalists 0 --out " +
+          path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const Database d = Database::open(path("out") + "/tuning.jsonl", false);
+  ASSERT_EQ(d.records().size(), 2u);
+  const std::vector<Record> bs = baselines_of(d);
+  ASSERT_EQ(bs.size(), 1u);
+  EXPECT_EQ(bs[0].schedule, nlohmann::json({{"baseline", "Li2018"}}));  // the canonical name
+  EXPECT_EQ(bs[0].outcome, Outcome::kBuildFailed) << bs[0].to_json().dump();
+  EXPECT_NE(bs[0].detail.find("signal 6"), std::string::npos) << bs[0].detail;
+  EXPECT_NE(bs[0].detail.find("phase 'compile 0'"), std::string::npos) << bs[0].detail;
+}
+
 TEST_F(Autotune, BadArgumentsAreRefusedBeforeAnythingRuns) {
   struct Case {
     std::string args, want;
@@ -288,6 +400,9 @@ TEST_F(Autotune, BadArgumentsAreRefusedBeforeAnythingRuns) {
       {"--ops-from " + path("none.json"), "none.json' cannot be read"},
       {"--ops-from " + path("not_json.json"), "not_json.json' is not JSON"},
       {"--ops-from " + path("bad_kernel.json"), "kernel 1: "},
+      {"--baselines Adams2019,Halide2030", "--baselines: 'Halide2030' is not one of Halide's"},
+      {"--baselines Li2018,,Adams2019", "--baselines 'Li2018,,Adams2019' is not a comma list"},
+      {"--baseline-gate some", "--baseline-gate 'some' is not full or bucket"},
   };
   std::ofstream(path("not_json.json")) << "{\"kernels\": [";
   std::ofstream(path("bad_kernel.json"))

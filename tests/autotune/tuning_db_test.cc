@@ -260,6 +260,43 @@ TEST(TuningDbMerge, BucketsWithinNoiseShareOneScheduleOthersKeepTheirOwn) {
   EXPECT_EQ(rows[c], 4);
 }
 
+// A baseline's record: schedule {"baseline": NAME}, stage "baseline".
+Record baseline(const std::string& name, Outcome o, double rate,
+                const std::string& bucket = "m1.n1-512.k1-512") {
+  Record r = record(4, o, rate, bucket);
+  r.schedule = {{"baseline", name}};
+  r.extra["stage"] = "baseline";
+  return r;
+}
+
+TEST_F(TuningDb, BaselinesAreNeverWinners) {
+  const std::string target = "x86-64-linux-avx2-fma";
+  std::vector<Record> rs;
+  rs.push_back(record(4, Outcome::kPassed, 1e9));
+  rs.push_back(record(6, Outcome::kIncorrect, 0));
+  // Faster than every candidate, in the same bucket and alone in another one.
+  rs.push_back(baseline("Adams2019", Outcome::kPassed, 50e9));
+  rs.push_back(baseline("openblas", Outcome::kPassed, 60e9, "m2-8.n1-512.k1-512"));
+  for (Record& r : rs) r.target = target;
+  EXPECT_TRUE(is_baseline(rs[2]));
+  EXPECT_FALSE(is_baseline(rs[0]));
+  EXPECT_EQ(baseline_name(rs[3]), "openblas");
+  EXPECT_EQ(baseline_name(rs[0]), "");
+  // The baseline's key differs from a candidate's of the same bucket (resume tells them apart).
+  EXPECT_NE(rs[2].key(), rs[0].key());
+  const auto best = best_records(rs);
+  ASSERT_EQ(best.size(), 1u);  // the bucket with only a baseline has no winner
+  const Winner& w = best.begin()->second;
+  EXPECT_EQ(w.record->rate, 1e9);
+  EXPECT_EQ(w.candidates, 2);  // baselines are not candidates
+  EXPECT_EQ(w.passed, 1);
+  // Nor does the tuned database ship them.
+  const nlohmann::json tuned = tuned_database(rs, target);
+  ASSERT_EQ(tuned.at("kernels").size(), 1u) << tuned.dump();
+  EXPECT_EQ(tuned["kernels"][0].at("schedule"), rs[0].schedule);
+  EXPECT_EQ(tuned.dump().find("baseline"), std::string::npos) << tuned.dump();
+}
+
 TEST(TuneBuckets, ClassesOfMNAndK) {
   EXPECT_EQ(bucket_of(1, 4096, 4096).name, "m1.n513-4096.k513-4096");
   EXPECT_EQ(bucket_of(16, 11008, 100).name, "m9-64.n4097+.k1-512");
@@ -372,6 +409,100 @@ TEST(TuneReport, CallBytesCountOperandsAndOutput) {
   // three 1-byte zero points).
   EXPECT_EQ(call_bytes(parse_identity_spec("QLinearMatMul:uint8,int8,uint8"), 16, 1024, 1000),
             m * k + k * n + m * n + 3 * 4 + 3);
+}
+
+EXPECT_NE(html.find("No baseline records."), std::string::npos);  // none in the database
+}
+
+// The baselines' table: each baseline record by its name (an autoscheduler, or a library another
+// part of the tuner measures), its rate and the winner's ratio to it, or its outcome and why.
+TEST(TuneReport, ShowsEveryBaselineByNameWithItsRateOrWhyItFailed) {
+  const std::string target = "x86-64-linux-avx2-fma";
+  const std::string bucket = "m9-64.n513-4096.k513-4096";
+  const schedules::TargetInfo info = schedules::target_info(target);
+  const nlohmann::json def =
+      schedules::default_schedule(info, accumulator_of(parse_identity_spec("Gemm:float32")));
+  std::vector<Record> rs;
+  auto add = [&](Record r) {
+    r.identity = "Gemm:float32";
+    r.target = target;
+    r.bucket = bucket;
+    r.shape = {16, 1024, 1024};
+    r.extra["strategy"] = "evolutionary";
+    rs.push_back(r);
+  };
+  Record d = record(4, Outcome::kPassed, 10e9, bucket);
+  d.schedule = def;
+  add(d);
+  Record w = d;
+  w.schedule["tile_rows"] = 2;
+  w.rate = 30e9;
+  add(w);
+  Record adams = baseline("Adams2019", Outcome::kPassed, 12e9, bucket);
+  adams.extra["compile_s"] = 61.0;  // its search included
+  add(adams);
+  Record li = baseline("Li2018", Outcome::kIncorrect, 0, bucket);
+  li.gate["first_mismatch"] = {
+      {"case", "ragged_k"}, {"shape", {3, 5, 7}},           {"data", "random"},
+      {"index", 4},         {"expected", "0x3f800000 (1)"}, {"actual", "0x3f800001 (1)"}};
+  add(li);
+  Record mu = baseline("Mullapudi2016", Outcome::kBuildFailed, 0, bucket);
+  mu.detail = "the worker died of signal 6 (Aborted) in phase 'compile 0'";
+  add(mu);
+  Record blas = baseline("openblas", Outcome::kPassed, 60e9, bucket);
+  blas.extra["note"] = "inexact: sums in its own order";
+  add(blas);
+  // A second unit, with its own winner and baseline, tabled apart.
+  const std::string small = "m1.n513-4096.k513-4096";
+  for (double rate : {3e9, 4e9}) {
+    Record c = w;
+    c.bucket = small;
+    c.shape = {1, 1024, 1024};
+    c.schedule["tile_rows"] = rate > 3.5e9 ? 1 : 3;
+    c.rate = rate;
+    rs.push_back(c);
+  }
+  Record small_baseline = baseline("Adams2019", Outcome::kPassed, 1e9, small);
+  small_baseline.identity = "Gemm:float32";
+  small_baseline.target = target;
+  small_baseline.shape = {1, 1024, 1024};
+  rs.push_back(small_baseline);
+  const std::string html = render_report(rs, target);
+  // The baselines' table: one row per baseline record, each with its own unit's winner.
+  const std::size_t at = html.find("<table class=\"baselines\">");
+  ASSERT_NE(at, std::string::npos) << html;
+  const std::string table = html.substr(at, html.find("</table>", at) - at);
+  std::string small_rows, big_rows;
+  for (std::size_t p = table.find("<tr><td>"); p != std::string::npos;
+       p = table.find("<tr><td>", p + 1)) {
+    const std::string row = table.substr(p, table.find("</tr>", p) - p);
+    (row.find(">" + small + "<") != std::string::npos ? small_rows : big_rows) += row;
+  }
+  for (const char* want : {">4.00<", ">1.00<", ">4.00x<"}) {  // its winner, its baseline
+    EXPECT_NE(small_rows.find(want), std::string::npos) << want << " in " << small_rows;
+  }
+  EXPECT_EQ(small_rows.find(">30.00<"), std::string::npos) << small_rows;
+  const std::string li_outcome =
+      std::string("incorrect: case ragged_k [3,5,7] (random data), element 4 is ") +
+      "0x3f800001 (1) where the reference has 0x3f800000 (1)";
+  for (const char* want :
+       {">Adams2019<", ">12.00<", ">2.50x<", ">61.0<",  // 30 / 12; compile seconds
+        ">Li2018<", li_outcome.c_str(), ">Mullapudi2016<",
+        "build_failed: the worker died of signal 6", ">openblas<", ">60.00<", ">0.50x<",
+        "inexact: sums in its own order"}) {
+    EXPECT_NE(big_rows.find(want), std::string::npos) << want << " in " << big_rows;
+  }
+  // The winners' table: the winner against the default (30 / 10).
+  EXPECT_NE(html.find("gemm_f32_strict__x86_avx2_2x"), std::string::npos);
+  EXPECT_NE(html.find(">3.00x<"), std::string::npos);
+  // Baselines are neither candidates nor winners nor curves.
+  EXPECT_NE(html.find("4 candidate records: passed 4;"), std::string::npos) << html;
+  EXPECT_NE(html.find("5 baseline records:"), std::string::npos) << html;
+  EXPECT_NE(html.find(">openblas 60.00<"), std::string::npos);  // the best baseline
+  EXPECT_NE(html.find(">0.50x<"), std::string::npos);
+  std::size_t curves = 0;
+  for (std::size_t p = 0; (p = html.find("<polyline", p)) != std::string::npos; ++p) ++curves;
+  EXPECT_EQ(curves, 4u);  // per unit: one strategy, against candidates and against time
 }
 
 }  // namespace
