@@ -231,6 +231,44 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
                        {"bucket", bucket.bounds_json()},
                        {"provenance", prov.str()}});
   }
+  // A dimension on which every bucket of an identity has the same bounds tells its kernels
+  // nothing apart: it is left unbounded (the runtime's nearest-bucket rule picks the same kernel
+  // for shapes outside it, and the suites test each kernel on its bucket's shapes).
+  std::map<std::string, std::vector<nlohmann::json*>> buckets_of;  // identity -> bucket objects
+  for (nlohmann::json& k : kernels) {
+    nlohmann::json& b = k["bucket"];
+    const std::string id = k["op"].dump() + k["params"].dump();
+    if (b.is_array()) {
+      for (nlohmann::json& one : b) buckets_of[id].push_back(&one);
+    } else {
+      buckets_of[id].push_back(&b);
+    }
+  }
+  for (auto& [id, bs] : buckets_of) {
+    for (const char* dim : {"m", "n", "k"}) {
+      const std::string lo = std::string(dim) + "_min", hi = std::string(dim) + "_max";
+      auto bounds = [&](const nlohmann::json* b) {
+        return std::make_pair(b->value(lo, int64_t{-1}), b->value(hi, int64_t{-1}));
+      };
+      const bool uniform = std::all_of(bs.begin(), bs.end(), [&](const nlohmann::json* b) {
+        return bounds(b) == bounds(bs.front());
+      });
+      if (!uniform) continue;
+      for (nlohmann::json* b : bs) {
+        b->erase(lo);
+        b->erase(hi);
+      }
+    }
+    for (nlohmann::json* b : bs) {
+      if (b->is_object() && b->empty()) *b = "any";
+    }
+  }
+  // An identity served by one kernel: that kernel serves every shape.
+  std::map<std::string, int> kernels_of;
+  for (const nlohmann::json& k : kernels) ++kernels_of[k["op"].dump() + k["params"].dump()];
+  for (nlohmann::json& k : kernels) {
+    if (kernels_of[k["op"].dump() + k["params"].dump()] == 1) k["bucket"] = "any";
+  }
   return {{"target", target},
           {"note",
            "Written by `mmtune autotune` (or `mmtune emit`) from its tuning database: per kernel "
@@ -347,6 +385,9 @@ TuneSummary autotune(const TuneOptions& o) {
   double unit_start = 0;  // elapsed() when the current unit began
   auto store = [&](Record r, const std::string& strategy, const std::string& stage) {
     r.provenance = prov;
+    // The load when this record was written (the run's start says little about an hour later).
+    double load[3];
+    if (::getloadavg(load, 3) == 3) r.provenance["load_average"] = {load[0], load[1], load[2]};
     if (!strategy.empty()) r.extra["strategy"] = strategy;
     r.extra["seed"] = o.seed;
     r.extra["elapsed_s"] = elapsed();
@@ -400,6 +441,8 @@ TuneSummary autotune(const TuneOptions& o) {
     const double remaining_budget = o.budget_s > 0 ? o.budget_s - elapsed() : 0;
     const double unit_deadline =
         o.budget_s > 0 ? elapsed() + remaining_budget / double(units.size() - ui) : 1e300;
+    // Every unit measures at least one candidate (the template's default) even when the budget
+    // is spent, so that every identity and bucket gets a kernel.
     int tried = static_cast<int>(existing.size());
     auto make_job = [&](std::vector<nlohmann::json> schedules_json, bool full) {
       Job job;
@@ -443,8 +486,8 @@ TuneSummary autotune(const TuneOptions& o) {
     }
     bool exhausted = false;
     while (g_interrupts == 0) {
-      while (!pool.full() && !exhausted && tried < o.max_candidates && elapsed() < unit_deadline &&
-             g_interrupts == 0) {
+      while (!pool.full() && !exhausted && tried < o.max_candidates &&
+             (elapsed() < unit_deadline || tried == 0) && g_interrupts == 0) {
         // The identity's search records of this strategy, every bucket (no finalists, no
         // baselines, no other strategy's experiment).
         std::vector<const Record*> known;

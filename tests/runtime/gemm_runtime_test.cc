@@ -147,7 +147,10 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
 
 std::vector<std::string> gemm_kernel_names() {
   std::vector<std::string> names;
-  for (const auto& k : gemm_kernels()) names.push_back(k.name);
+  // A kernel serving several buckets has a table entry per bucket: it is tested once.
+  for (const auto& k : gemm_kernels()) {
+    if (std::find(names.begin(), names.end(), k.name) == names.end()) names.push_back(k.name);
+  }
   if (names.empty()) names.push_back("none");  // a build without kernels: the test reports it
   return names;
 }

@@ -9,6 +9,7 @@
 // the databases' quantized entries against the keys the runtime computes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -59,7 +60,10 @@ std::vector<runtime::KernelInfo> kernels_of(const std::string& op) {
 
 std::vector<std::string> names_of(const std::string& op) {
   std::vector<std::string> names;
-  for (const auto& k : kernels_of(op)) names.push_back(k.name);
+  // A kernel serving several buckets has a table entry per bucket: it is tested once.
+  for (const auto& k : kernels_of(op)) {
+    if (std::find(names.begin(), names.end(), k.name) == names.end()) names.push_back(k.name);
+  }
   if (names.empty()) names.push_back("none");  // a build without them: the test reports it
   return names;
 }
