@@ -19,7 +19,7 @@ namespace {
 
 // A tuned database as the runtime's dispatch sees it: one entry per (kernel, bucket), in file
 // order.
-struct Loaded {
+struct Loaded {  // NOLINT(bugprone-exception-escape): built once per command, outside noexcept code
   std::string path, target;
   nlohmann::json kernels;                     // the file's kernel objects
   std::vector<std::string> identity_text;     // per entry: "k=v ..." sorted (the table's form)

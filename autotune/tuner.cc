@@ -244,7 +244,8 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
       buckets_of[id].push_back(&b);
     }
   }
-  for (auto& [id, bs] : buckets_of) {
+  for (auto& entry : buckets_of) {
+    std::vector<nlohmann::json*>& bs = entry.second;
     for (const char* dim : {"m", "n", "k"}) {
       const std::string lo = std::string(dim) + "_min", hi = std::string(dim) + "_max";
       auto bounds = [&](const nlohmann::json* b) {
@@ -258,6 +259,30 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
         b->erase(lo);
         b->erase(hi);
       }
+    }
+    // Buckets that differ in M alone tile the M axis: each gap between two of them goes to the
+    // nearer one (the runtime's nearest-bucket rule, |log2|), the lowest reaches down to M = 0 and
+    // the highest has no upper bound; the database then says which kernel serves every M.
+    const bool m_only = std::all_of(bs.begin(), bs.end(), [](const nlohmann::json* b) {
+      return !b->contains("n_min") && !b->contains("n_max") && !b->contains("k_min") &&
+             !b->contains("k_max");
+    });
+    if (m_only && bs.size() > 1) {
+      std::vector<nlohmann::json*> by_m = bs;
+      std::sort(by_m.begin(), by_m.end(), [](const nlohmann::json* x, const nlohmann::json* y) {
+        return x->value("m_min", int64_t{0}) < y->value("m_min", int64_t{0});
+      });
+      for (std::size_t i = 0; i + 1 < by_m.size(); ++i) {
+        const int64_t hi = by_m[i]->value("m_max", int64_t{-1});
+        const int64_t lo = by_m[i + 1]->value("m_min", int64_t{0});
+        if (hi < 0 || lo <= hi + 1) continue;
+        int64_t split = hi;  // the largest M nearer (or as near) to `hi` than to `lo`
+        while ((split + 1) * (split + 1) <= hi * lo) ++split;
+        (*by_m[i])["m_max"] = split;
+        (*by_m[i + 1])["m_min"] = split + 1;
+      }
+      by_m.front()->erase("m_min");
+      by_m.back()->erase("m_max");
     }
     for (nlohmann::json* b : bs) {
       if (b->is_object() && b->empty()) *b = "any";

@@ -23,22 +23,15 @@
 namespace mmtune {
 namespace {
 
+using testing::bucket_of;
+using testing::clamp_to;
+
 std::vector<runtime::KernelInfo> gemm_kernels() {
   std::vector<runtime::KernelInfo> out;
   for (const auto& k : runtime::linked_kernel_infos()) {
     if (k.op == "Gemm") out.push_back(k);
   }
   return out;
-}
-
-// The bucket of a linked kernel, from the generated table.
-runtime::Bucket bucket_of(const std::string& name) {
-  const runtime::KernelTable& t = runtime::linked_kernels();
-  for (std::size_t i = 0; i < t.size; ++i) {
-    if (name == t.entries[i].name) return t.entries[i].bucket;
-  }
-  ADD_FAILURE() << "no kernel " << name;
-  return {};
 }
 
 // Element i of a float tensor := +Inf, or a NaN whose payload is not the canonical one.
@@ -59,10 +52,6 @@ void set_special(Tensor& x, int64_t i, bool nan) {
     default:
       break;
   }
-}
-
-int64_t clamp_to(int64_t x, int64_t lo, int64_t hi) {
-  return std::max(lo, hi < 0 ? x : std::min(x, hi));
 }
 
 class GemmRuntime : public ::testing::TestWithParam<std::string> {};
@@ -177,10 +166,15 @@ TEST(GemmRuntimeCoverage, EveryGemmTypeHasAKernel) {
       bool covered = found;
       if (!found) {
         // Bounded buckets that together cover every M also count (float32 strict: m 1..3, m 4..).
+        // Every table entry (a kernel serving several buckets has one per bucket).
         std::vector<runtime::Bucket> buckets;
-        for (const auto& k : gemm_kernels()) {
-          if (k.identity.at("A.type") == type && k.identity.at("contract") == contract)
-            buckets.push_back(bucket_of(k.name));
+        const runtime::KernelTable& table = runtime::linked_kernels();
+        for (std::size_t i = 0; i < table.size; ++i) {
+          const runtime::KernelEntry& e = table.entries[i];
+          if (std::string(e.op) != "Gemm") continue;
+          const auto identity = runtime::parse_params(e.identity);
+          if (identity.at("A.type") == type && identity.at("contract") == contract)
+            buckets.push_back(e.bucket);
         }
         std::sort(buckets.begin(), buckets.end(),
                   [](const auto& x, const auto& y) { return x.m_min < y.m_min; });

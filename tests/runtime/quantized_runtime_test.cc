@@ -110,8 +110,18 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
   const uint64_t seed = seed_for(kernel.name);
   std::mt19937_64 rng(seed);
   int64_t cases = 0, outputs = 0;
-  for (const testing::QlmCase& c : testing::qlinear_matmul_cases(rows, cols)) {
+  const runtime::Bucket bucket = testing::bucket_of(kernel.name);
+  int64_t elsewhere = 0;  // batched / vector cases its bucket sends to a sibling kernel
+  for (testing::QlmCase c : testing::qlinear_matmul_cases(rows, cols)) {
     if (c.a.back() == 0) continue;  // K = 0 takes the reference: QuantizedFallback below
+    // A matrix case's M moved into the kernel's bucket (with a per-row parameter's), so that this
+    // kernel is the one that serves it.
+    const bool matrix = c.a.size() == 2 && c.b.size() == 2;
+    if (matrix) {
+      const int64_t m = testing::clamp_to(c.a[0], std::max<int64_t>(bucket.m_min, 1), bucket.m_max);
+      if (c.a_param.size() == 2 && c.a_param[0] == c.a[0]) c.a_param[0] = m;
+      c.a[0] = m;
+    }
     const testing::QlmInputs in =
         testing::make_qlinear_matmul_inputs(ta, tb, ty, DType::kFloat32, c, rng);
     const QLinearMatMulArgs args = in.args(mode);
@@ -120,12 +130,25 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
             << " b" << shape_str(c.b) << " params a" << shape_str(c.a_param) << " b"
             << shape_str(c.b_param) << " seed " << seed;
     const Tensor expected = qlinear_matmul(args);
-    ASSERT_TRUE(runs_on_kernel(
-        kernel.name, expected,
-        [&](DispatchInfo* info) { return runtime::qlinear_matmul(args, info); }, context.str()));
+    if (!matrix) {
+      // Batched and vector calls: bit-exact on whichever kernel their shape selects.
+      DispatchInfo info;
+      const Tensor actual = runtime::qlinear_matmul(args, &info);
+      ASSERT_TRUE(testing::bit_equal(expected, actual, context.str()));
+      if (info.kernel != kernel.name) {
+        ++elsewhere;
+        continue;
+      }
+    } else {
+      ASSERT_TRUE(runs_on_kernel(
+          kernel.name, expected,
+          [&](DispatchInfo* info) { return runtime::qlinear_matmul(args, info); }, context.str()));
+    }
     ++cases;
     outputs += expected.numel();
   }
+  // Every case a one-bucket kernel gets; every matrix case at least.
+  if (bucket.m_min == 0 && bucket.m_max < 0) EXPECT_EQ(elsewhere, 0);
   std::cout << "[runtime] " << kernel.name << ": " << cases << " cases, " << outputs
             << " outputs bit-exact\n";
 }
