@@ -628,7 +628,7 @@ std::string render_report(const std::vector<Record>& records, const std::string&
                    ? fixed(b->extra["compile_s"].get<double>(), 1)
                    : std::string("-"))
            << "</td><td class=\"note\">" << esc(b->extra.value("note", ""))
-           << (bucket_gated(*b) ? " Gated on the bucket's shape only." : "")
+           << (bucket_gated(*b) ? " gated on the bucket's shape only" : "")
            << (b->detail.empty() ? "" : " " + esc(b->detail)) << "</td></tr>\n";
       }
     }
