@@ -483,5 +483,61 @@ TEST_F(Autotune, OpsFromADatabaseTunesItsIdentitiesWithItsSchedulesFirst) {
   EXPECT_TRUE(same(s32[1], b)) << s32[1];
 }
 
+// `mmtune db compare`: each database's kernel for the call, gated and timed; one kernel is timed
+// once ("same schedule"); databases of different targets are refused.
+TEST_F(Autotune, DbCompareTimesEachDatabasesKernelForTheCall) {
+  const nlohmann::json params = {
+      {"A.type", "float32"}, {"B.type", "float32"}, {"C.type", "float32"}, {"Y.type", "float32"},
+      {"trans_a", "false"},  {"trans_b", "false"},  {"has_c", "true"},     {"contract", "strict"}};
+  auto db_with = [&](int rows, const std::string& target) {
+    const nlohmann::json s = {{"template", "cpu_matmul"},
+                              {"tile_rows", rows},
+                              {"tile_vectors", 1},
+                              {"k_unroll", 2},
+                              {"n_block", 0},
+                              {"pack_b", false},
+                              {"parallel", false}};
+    const std::string name = kernel_name("Gemm",
+                                         {{"A.type", "float32"},
+                                          {"B.type", "float32"},
+                                          {"C.type", "float32"},
+                                          {"Y.type", "float32"},
+                                          {"trans_a", "false"},
+                                          {"trans_b", "false"},
+                                          {"has_c", "true"},
+                                          {"contract", "strict"}},
+                                         s.get<schedules::Schedule>().generator_params(), target);
+    return nlohmann::json{{"target", target},
+                          {"kernels",
+                           {{{"name", name},
+                             {"op", "Gemm"},
+                             {"generator", "mmtune_gemm"},
+                             {"params", params},
+                             {"schedule", s},
+                             {"bucket", "any"},
+                             {"provenance", "test"}}}}};
+  };
+  const std::string t = "x86-64-linux-sse41";
+  std::ofstream(path("a.json")) << db_with(2, t).dump();
+  std::ofstream(path("b.json")) << db_with(3, t).dump();
+  std::ofstream(path("c.json")) << db_with(3, "x86-64-linux-avx2-fma-f16c").dump();
+  const CliResult r =
+      run("db compare " + path("a.json") + " " + path("b.json") + " --shape 5,24,16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json row = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  EXPECT_NE(row.at("base_kernel"), row.at("new_kernel"));
+  EXPECT_GT(row.at("base_rate").get<double>(), 0) << r.out;
+  EXPECT_GT(row.at("new_rate").get<double>(), 0) << r.out;
+  EXPECT_EQ(row.at("note"), "");
+  const CliResult same =
+      run("db compare " + path("b.json") + " " + path("b.json") + " --shape 5,24,16");
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.out.find("same schedule"), std::string::npos) << same.out;
+  const CliResult other =
+      run("db compare " + path("a.json") + " " + path("c.json") + " --shape 5,24,16");
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_NE(other.err.find("compare databases of one target"), std::string::npos) << other.err;
+}
+
 }  // namespace
 }  // namespace mmtune::testing
