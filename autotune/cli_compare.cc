@@ -60,17 +60,9 @@ runtime::Bucket bucket_of_json(const nlohmann::json& b, const std::string& where
 
 void load(Loaded& d, const std::string& path) {
   const std::string where = "db compare: '" + path + "'";
-  std::ifstream in(path);
-  if (!in) invalid(where, "cannot be read: ", std::strerror(errno));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    invalid(where, "is not JSON: ", e.what());
-  }
-  if (!j.is_object() || !j.contains("target") || !j["target"].is_string() ||
-      !j.contains("kernels") || !j["kernels"].is_array()) {
-    invalid(where, "is not a tuned database (\"target\" and an array \"kernels\")");
+  const nlohmann::json j = read_tuned_database(path, where);
+  if (!j.contains("target") || !j["target"].is_string()) {
+    invalid(where, "is not a tuned database: it needs a string \"target\"");
   }
   d.path = path;
   d.target = j["target"].get<std::string>();

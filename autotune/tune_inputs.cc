@@ -1241,8 +1241,7 @@ std::vector<GateCase> gate_cases(const KernelIdentity& id, schedules::Tile tile,
   return cases;
 }
 
-std::vector<DatabaseIdentity> identities_of_database(const std::string& path) {
-  const std::string where = "--ops-from '" + path + "'";
+nlohmann::json read_tuned_database(const std::string& path, const std::string& where) {
   std::ifstream in(path);
   if (!in) invalid(where, "cannot be read: ", std::strerror(errno));
   nlohmann::json db;
@@ -1254,6 +1253,12 @@ std::vector<DatabaseIdentity> identities_of_database(const std::string& path) {
   if (!db.is_object() || !db.contains("kernels") || !db["kernels"].is_array()) {
     invalid(where, "is not a tuned database: it needs an array \"kernels\"");
   }
+  return db;
+}
+
+std::vector<DatabaseIdentity> identities_of_database(const std::string& path) {
+  const std::string where = "--ops-from '" + path + "'";
+  const nlohmann::json db = read_tuned_database(path, where);
   std::vector<DatabaseIdentity> out;
   std::size_t index = 0;
   for (const nlohmann::json& k : db["kernels"]) {

@@ -85,6 +85,10 @@ struct DatabaseIdentity {
 };
 std::vector<DatabaseIdentity> identities_of_database(const std::string& path);
 
+// A tuned database file parsed: an object with an array "kernels". InvalidArgument "WHERE: ..."
+// when it cannot be read, is not JSON or has no such array.
+nlohmann::json read_tuned_database(const std::string& path, const std::string& where);
+
 // ---- Data kinds and calls
 // ------------------------------------------------------------------------
 
