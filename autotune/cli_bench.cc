@@ -207,13 +207,13 @@ Examples:
     if (!o->json) {
       std::cout << std::left << std::setw(34) << "op" << std::setw(18) << "shape" << std::setw(8)
                 << "threads" << std::setw(10) << "impl" << std::right << std::setw(12) << "G/s"
-                << std::setw(12) << "runtime/x" << "  kernel\n";
+                << std::setw(12) << "runtime/x"
+                << "  kernel\n";
     }
     for (const auto& [spec, id] : ids) {
       std::vector<std::string> names;
       for (const std::string& i : kImpls) {
-        const bool asked =
-            std::find(o->impls.begin(), o->impls.end(), i) != o->impls.end() || all;
+        const bool asked = std::find(o->impls.begin(), o->impls.end(), i) != o->impls.end() || all;
         const std::vector<std::string> blas = tune::blas_baselines(id);
         const bool computes = (i != "openblas" && i != "onednn") ||
                               std::find(blas.begin(), blas.end(), i) != blas.end();
@@ -226,8 +226,8 @@ Examples:
           // `all` takes the JIT only where the runtime has a kernel to take the schedule from.
           DispatchInfo info;
           typed_runtime_call(copies[0])(&info);
-          if (!info.used_kernel()) here.erase(std::remove(here.begin(), here.end(), "halide"),
-                                              here.end());
+          if (!info.used_kernel())
+            here.erase(std::remove(here.begin(), here.end(), "halide"), here.end());
         }
         const std::vector<Impl> impls = make_impls(here, id, spec, copies, s);
         for (int t : o->threads) {

@@ -35,7 +35,8 @@ std::vector<std::string> blas_baselines(const KernelIdentity& id);
 // u8s8s32 sums), copy 0 has been run and checked: `gate` holds the figures, `wrong` the outputs
 // that differ and `detail` says so. `note` names the library's build and what it computes.
 // InvalidArgument when `name` is not one of blas_baselines(id).
-struct BlasCall {
+struct BlasCall {  // NOLINT(bugprone-exception-escape): built once per baseline, outside noexcept
+                   // code
   std::function<void(std::size_t)> call;
   std::string note;
   nlohmann::json gate;

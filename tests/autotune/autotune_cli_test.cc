@@ -539,9 +539,9 @@ TEST_F(Autotune, DbCompareTimesEachDatabasesKernelForTheCall) {
   EXPECT_NE(other.err.find("compare databases of one target"), std::string::npos) << other.err;
 }
 
-// `mmtune bench`: the runtime's call timed against what computes the same thing, each checked first;
-// implementations that do not compute the identity, bad shapes and unknown names are refused before
-// anything is timed.
+// `mmtune bench`: the runtime's call timed against what computes the same thing, each checked
+// first; implementations that do not compute the identity, bad shapes and unknown names are refused
+// before anything is timed.
 TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
   const CliResult r = run(
       "bench --op Gemm:float32:contract=fma --shape 16,64,64 --impl all --max-time 0.05 --json");
@@ -562,9 +562,9 @@ TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
   EXPECT_EQ(by_impl.count("halide") == 1, by_impl["runtime"].at("kernel") != "reference") << r.out;
   EXPECT_EQ(rows.size(), by_impl.size());
 
-  const CliResult q = run(
-      "bench --op QLinearMatMul:uint8,int8,uint8 --shape 4,32,48 --impl runtime,onednn "
-      "--max-time 0.05 --json");
+  const CliResult q =
+      run("bench --op QLinearMatMul:uint8,int8,uint8 --shape 4,32,48 --impl runtime,onednn "
+          "--max-time 0.05 --json");
   ASSERT_EQ(q.exit_code, 0) << q.err;
   const nlohmann::json qrows = nlohmann::json::parse(q.out);
   ASSERT_EQ(qrows.size(), 2u) << q.out;
@@ -585,8 +585,7 @@ TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
       << not_blas.err;
   const CliResult bad_shape = run("bench --op Gemm:float32 --shape 4,0,4");
   EXPECT_EQ(bad_shape.exit_code, 1);
-  EXPECT_NE(bad_shape.err.find("--shape '4,0,4' is not M,N,K"), std::string::npos)
-      << bad_shape.err;
+  EXPECT_NE(bad_shape.err.find("--shape '4,0,4' is not M,N,K"), std::string::npos) << bad_shape.err;
   const CliResult bad_impl = run("bench --op Gemm:float32 --shape 4,4,4 --impl mkl");
   EXPECT_EQ(bad_impl.exit_code, 1);
   EXPECT_NE(bad_impl.err.find("--impl 'mkl' is not"), std::string::npos) << bad_impl.err;
