@@ -18,6 +18,8 @@ std::function<int()> add_autotune_command(CLI::App& app);
 std::function<int()> add_db_command(CLI::App& app);
 std::function<int()> add_emit_command(CLI::App& app);
 std::function<int()> add_worker_command(CLI::App& app);
+// autotune/cli_bench.cc: `bench`.
+std::function<int()> add_bench_command(CLI::App& app);
 
 // Exit codes shared by every subcommand.
 constexpr int kExitOk = 0;

@@ -69,19 +69,6 @@ void parse_shard(const std::string& text, int& index, int& count) {
   }
 }
 
-NamedShape parse_mnk(const std::string& text, const char* where = "autotune") {
-  NamedShape s;
-  char c1 = 0, c2 = 0;
-  std::istringstream in(text);
-  std::string rest;
-  if (!(in >> s.m >> c1 >> s.n >> c2 >> s.k) || c1 != ',' || c2 != ',' || (in >> rest) || s.m < 1 ||
-      s.n < 1 || s.k < 1) {
-    invalid(where, "--shape '", text, "' is not M,N,K with positive integers");
-  }
-  s.name = "m" + std::to_string(s.m) + "_n" + std::to_string(s.n) + "_k" + std::to_string(s.k);
-  return s;
-}
-
 // "none", or a comma list of autoscheduler names (any case; the tuner checks them).
 std::vector<std::string> parse_baselines(const std::string& text) {
   if (text == "none") return {};
@@ -239,7 +226,7 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     }
     if (t.ops.empty()) t.ops = {"Gemm:float32:contract=fma", "QLinearMatMul:uint8,int8,uint8"};
     if (!o->shapes.empty()) t.shapes = read_shape_list(o->shapes);
-    for (const std::string& s : o->shape) t.shapes.push_back(parse_mnk(s));
+    for (const std::string& s : o->shape) t.shapes.push_back(parse_mnk(s, "autotune"));
     if (t.shapes.empty()) t.shapes = tune::default_shapes();
     t.target = resolve_target(o->target);
     if (o->target == "host") {

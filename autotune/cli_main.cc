@@ -17,6 +17,7 @@ int run_cli(int argc, char** argv) {
       {"autotune", mmtune::cli::add_autotune_command(app)},
       {"db", mmtune::cli::add_db_command(app)},
       {"emit", mmtune::cli::add_emit_command(app)},
+      {"bench", mmtune::cli::add_bench_command(app)},
       {"__tune-worker", mmtune::cli::add_worker_command(app)}};
   try {
     app.parse(argc, argv);

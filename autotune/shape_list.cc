@@ -34,6 +34,19 @@ std::vector<NamedShape> read_shape_list(const std::string& path) {
   return shapes;
 }
 
+NamedShape parse_mnk(const std::string& text, const char* where) {
+  NamedShape s;
+  char c1 = 0, c2 = 0;
+  std::istringstream in(text);
+  std::string rest;
+  if (!(in >> s.m >> c1 >> s.n >> c2 >> s.k) || c1 != ',' || c2 != ',' || (in >> rest) ||
+      !positive(s.m) || !positive(s.n) || !positive(s.k)) {
+    invalid(where, "--shape '", text, "' is not M,N,K with positive integers");
+  }
+  s.name = "m" + std::to_string(s.m) + "_n" + std::to_string(s.n) + "_k" + std::to_string(s.k);
+  return s;
+}
+
 NamedShape parse_shape(const std::string& spec) {
   const auto colon = spec.find(':');
   NamedShape s;

@@ -20,6 +20,10 @@ struct NamedShape {
 // `name M N K` with positive integers. InvalidArgument names the file and line of a bad line.
 std::vector<NamedShape> read_shape_list(const std::string& path);
 
+// Parses `M,N,K` (the CLI's --shape), named m<M>_n<N>_k<K>; InvalidArgument "WHERE: --shape ..."
+// unless three positive integers.
+NamedShape parse_mnk(const std::string& text, const char* where);
+
 // Parses `name:M,N,K` (the --mm_shape flag).
 NamedShape parse_shape(const std::string& spec);
 

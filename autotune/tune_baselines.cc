@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <sstream>
 
 #include "autotune/blas.h"
@@ -84,77 +85,89 @@ Record baseline_stub(const Job& job) {
   return r;
 }
 
+BlasCall prepare_blas_call(const std::string& name, const KernelIdentity& id,
+                           const std::vector<OpCall>& copies, int64_t m, int64_t n, int64_t k) {
+  const std::vector<std::string> names = blas_baselines(id);
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    std::string has;
+    for (const std::string& x : names) has += (has.empty() ? "" : ", ") + x;
+    invalid("baseline", "'", name, "' is not a baseline of ", identity_spec(id), " (",
+            has.empty() ? std::string("it has none") : "it has: " + has, ")");
+  }
+  BlasCall b;
+  std::ostringstream note;
+  if (id.op == "Gemm") {
+    const float alpha = std::stof(copies[0].attrs.at("alpha"));
+    const float beta = copies[0].inputs.count("C") ? std::stof(copies[0].attrs.at("beta")) : 0.0f;
+    auto out = std::make_shared<Tensor>(DType::kFloat32, Shape{m, n});
+    auto* sgemm = name == "openblas" ? &blas::openblas_sgemm : &blas::onednn_sgemm;
+    b.call = [&copies, out, alpha, beta, sgemm, m, n, k](std::size_t ci) {
+      const OpCall& c = copies[ci];
+      float* y = out->data<float>();
+      // alpha A B + beta C: C into the output, then the library's in-place update.
+      if (beta != 0.0f) std::memcpy(y, c.inputs.at("C").bytes.data(), out->bytes.size());
+      sgemm(m, n, k, c.inputs.at("A").data<float>(), c.inputs.at("B").data<float>(), y, alpha,
+            beta);
+    };
+    note << (name == "openblas" ? blas::openblas_info() : blas::onednn_info())
+         << "; alpha A B + beta C (C copied into the output first); sums in its own blocked, "
+            "fused order, not the reference's, so not bit-exact: not checked";
+    b.gate = {{"checked", false}};
+  } else {
+    const OpCall& c0 = copies[0];
+    const Tensor& az = c0.inputs.at("a_zero_point");
+    const Tensor& bz = c0.inputs.at("b_zero_point");
+    if (az.numel() != 1 || bz.numel() != 1) {
+      invalid("baseline", "oneDNN's u8s8s32 GEMM takes one zero point per operand");
+    }
+    const uint8_t a_zero = az.data<uint8_t>()[0];
+    const int8_t b_zero = bz.data<int8_t>()[0];
+    auto out = std::make_shared<Tensor>(DType::kInt32, Shape{m, n});
+    b.call = [&copies, out, a_zero, b_zero, m, n, k](std::size_t ci) {
+      const OpCall& c = copies[ci];
+      blas::onednn_gemm_u8s8s32(m, n, k, c.inputs.at("a").data<uint8_t>(), a_zero,
+                                c.inputs.at("b").data<int8_t>(), b_zero, out->data<int32_t>());
+    };
+    b.call(0);
+    b.gate = {{"checked", "int32 sums against the reference's"}};
+    check_int32_sums(c0.inputs.at("a").data<uint8_t>(), a_zero, c0.inputs.at("b").data<int8_t>(),
+                     b_zero, out->data<int32_t>(), m, n, k, b.gate);
+    b.wrong = b.gate["mismatches"].get<int64_t>();
+    note << blas::onednn_info()
+         << "; the int32 sums (a - a_zero)(b - b_zero) only, without the requantization to uint8; "
+         << b.wrong << " of " << b.gate["outputs"].get<int64_t>()
+         << " sums checked differ from the reference's";
+    if (b.wrong > 0) {
+      note << " (without VNNI oneDNN sums u8*s8 pairs in saturating int16, vpmaddubsw)";
+      b.detail = "oneDNN's u8s8s32 GEMM got " + std::to_string(b.wrong) + " of " +
+                 std::to_string(b.gate["outputs"].get<int64_t>()) +
+                 " int32 sums wrong against the reference's";
+    }
+  }
+  b.note = note.str();
+  return b;
+}
+
 Record evaluate_baseline(const Job& job) {
   Record r = baseline_stub(job);
   const std::string name = r.schedule.value("baseline", "");
   const int64_t m = job.shape.at(0), n = job.shape.at(1), k = job.shape.at(2);
   try {
     const KernelIdentity id = parse_identity_spec(job.identity);
-    const std::vector<std::string> names = blas_baselines(id);
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-      invalid("autotune", "'", name, "' is not a baseline of ", job.identity);
-    }
     const std::vector<OpCall> copies = timing_calls(id, m, n, k, job.seed);
     blas::set_threads(job.measure.threads);
-    std::function<void(std::size_t)> call;
-    Tensor out;
-    std::ostringstream note;
-    if (id.op == "Gemm") {
-      const float alpha = std::stof(copies[0].attrs.at("alpha"));
-      const float beta = copies[0].inputs.count("C") ? std::stof(copies[0].attrs.at("beta")) : 0.0f;
-      out = Tensor(DType::kFloat32, {m, n});
-      auto* sgemm = name == "openblas" ? &blas::openblas_sgemm : &blas::onednn_sgemm;
-      call = [&, alpha, beta, sgemm](std::size_t ci) {
-        const OpCall& c = copies[ci];
-        float* y = out.data<float>();
-        // alpha A B + beta C: C into the output, then the library's in-place update.
-        if (beta != 0.0f) std::memcpy(y, c.inputs.at("C").bytes.data(), out.bytes.size());
-        sgemm(m, n, k, c.inputs.at("A").data<float>(), c.inputs.at("B").data<float>(), y, alpha,
-              beta);
-      };
-      note << (name == "openblas" ? blas::openblas_info() : blas::onednn_info())
-           << "; alpha A B + beta C (C copied into the output first); sums in its own blocked, "
-              "fused order, not the reference's, so not bit-exact: not checked";
-      r.gate = {{"checked", false}};
-    } else {
-      const OpCall& c0 = copies[0];
-      const Tensor& az = c0.inputs.at("a_zero_point");
-      const Tensor& bz = c0.inputs.at("b_zero_point");
-      if (az.numel() != 1 || bz.numel() != 1) {
-        invalid("autotune", "oneDNN's u8s8s32 GEMM takes one zero point per operand");
-      }
-      const uint8_t a_zero = az.data<uint8_t>()[0];
-      const int8_t b_zero = bz.data<int8_t>()[0];
-      out = Tensor(DType::kInt32, {m, n});
-      call = [&, a_zero, b_zero](std::size_t ci) {
-        const OpCall& c = copies[ci];
-        blas::onednn_gemm_u8s8s32(m, n, k, c.inputs.at("a").data<uint8_t>(), a_zero,
-                                  c.inputs.at("b").data<int8_t>(), b_zero, out.data<int32_t>());
-      };
-      call(0);
-      r.gate = {{"checked", "int32 sums against the reference's"}};
-      check_int32_sums(c0.inputs.at("a").data<uint8_t>(), a_zero, c0.inputs.at("b").data<int8_t>(),
-                       b_zero, out.data<int32_t>(), m, n, k, r.gate);
-      const int64_t wrong = r.gate["mismatches"].get<int64_t>();
-      note
-          << blas::onednn_info()
-          << "; the int32 sums (a - a_zero)(b - b_zero) only, without the requantization to uint8; "
-          << wrong << " of " << r.gate["outputs"].get<int64_t>()
-          << " sums checked differ from the reference's";
-      if (wrong > 0) {
-        note << " (without VNNI oneDNN sums u8*s8 pairs in saturating int16, vpmaddubsw)";
-        r.outcome = Outcome::kIncorrect;
-        r.detail = "oneDNN's u8s8s32 GEMM got " + std::to_string(wrong) + " of " +
-                   std::to_string(r.gate["outputs"].get<int64_t>()) +
-                   " int32 sums wrong against the reference's";
-      }
+    const BlasCall b = prepare_blas_call(name, id, copies, m, n, k);
+    r.gate = b.gate;
+    r.extra["note"] = b.note;
+    if (b.wrong > 0) {
+      r.outcome = Outcome::kIncorrect;
+      r.detail = b.detail;
     }
-    r.extra["note"] = note.str();
     std::vector<double> samples;
     {
       FileLock turn(job.measure_lock);
       samples = time_interleaved(
-          1, copies.size(), [&](std::size_t, std::size_t ci) { call(ci); }, job.measure)[0];
+          1, copies.size(), [&](std::size_t, std::size_t ci) { b.call(ci); }, job.measure)[0];
     }
     r.samples_s = samples;
     const double med = median_of(samples);

@@ -5,9 +5,14 @@
 // the library's version and what was checked); never a candidate, never a winner.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "autotune/tune_inputs.h"
 #include "autotune/tune_worker.h"
 #include "autotune/tuning_db.h"
 
@@ -24,6 +29,22 @@ namespace mmtune::tune {
 //     without VNNI) the record is `incorrect` with the count in gate "mismatches";
 //   none otherwise.
 std::vector<std::string> blas_baselines(const KernelIdentity& id);
+
+// Baseline `name` of `id` set up on `copies` (timing_calls of `id` at m x n x k): `call(ci)` runs
+// the library on copy ci into an output of its own. Where the library's result is checked (the
+// u8s8s32 sums), copy 0 has been run and checked: `gate` holds the figures, `wrong` the outputs
+// that differ and `detail` says so. `note` names the library's build and what it computes.
+// InvalidArgument when `name` is not one of blas_baselines(id).
+struct BlasCall {  // NOLINT(bugprone-exception-escape): built once per baseline, outside noexcept
+                   // code
+  std::function<void(std::size_t)> call;
+  std::string note;
+  nlohmann::json gate;
+  int64_t wrong = 0;
+  std::string detail;
+};
+BlasCall prepare_blas_call(const std::string& name, const KernelIdentity& id,
+                           const std::vector<OpCall>& copies, int64_t m, int64_t n, int64_t k);
 
 // The record of baseline job.schedules[0] ({"baseline": NAME}) before it is measured: identity,
 // bucket, target, schedule, shape and stage, so its key() says whether the database has it.

@@ -49,7 +49,10 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
   if (params.k_block > 0) {
     // K cache blocking: the accumulator of a whole (m_block x n_block) block lives in memory and
     // each K block of k_block is applied to all its tiles before the next one. Every output still
-    // sums k = 0, 1, ..., K-1 in order (ko ascending, then ki ascending).
+    // sums k = 0, 1, ..., K-1 in order (ko ascending, then ki ascending). With one tile row per
+    // block (m_block = tile_rows) and a small k_block, this is the GEMV form for small M: the
+    // strip's accumulators stay in L1 and each K block reads its k_block rows of B front to back
+    // across the strip, so B streams through once instead of a tile-wide column at a time.
     Var ajo("ajo"), aio("aio"), aji("aji"), aii("aii");
     RVar kio("kio"), kii("kii");
     acc.compute_at(out, ib)

@@ -539,5 +539,58 @@ TEST_F(Autotune, DbCompareTimesEachDatabasesKernelForTheCall) {
   EXPECT_NE(other.err.find("compare databases of one target"), std::string::npos) << other.err;
 }
 
+// `mmtune bench`: the runtime's call timed against what computes the same thing, each checked
+// first; implementations that do not compute the identity, bad shapes and unknown names are refused
+// before anything is timed.
+TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
+  const CliResult r = run(
+      "bench --op Gemm:float32:contract=fma --shape 16,64,64 --impl all --max-time 0.05 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json rows = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> by_impl;
+  for (const nlohmann::json& row : rows) {
+    EXPECT_EQ(row.at("op"), "Gemm:float32:contract=fma");
+    EXPECT_EQ(row.at("shape"), nlohmann::json({16, 64, 64}));
+    EXPECT_EQ(row.at("threads"), 1);
+    EXPECT_GT(row.at("rate").get<double>(), 0) << row.dump();
+    by_impl[row.at("impl").get<std::string>()] = row;
+  }
+  ASSERT_TRUE(by_impl.count("runtime")) << r.out;
+  EXPECT_TRUE(by_impl.count("openblas")) << r.out;
+  EXPECT_TRUE(by_impl.count("onednn")) << r.out;
+  // The JIT runs the runtime's schedule, so it is there exactly when the runtime has a kernel.
+  EXPECT_EQ(by_impl.count("halide") == 1, by_impl["runtime"].at("kernel") != "reference") << r.out;
+  EXPECT_EQ(rows.size(), by_impl.size());
+
+  const CliResult q =
+      run("bench --op QLinearMatMul:uint8,int8,uint8 --shape 4,32,48 --impl runtime,onednn "
+          "--max-time 0.05 --json");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const nlohmann::json qrows = nlohmann::json::parse(q.out);
+  ASSERT_EQ(qrows.size(), 2u) << q.out;
+  EXPECT_EQ(qrows[1].at("impl"), "onednn");
+  EXPECT_NE(qrows[1].at("note").get<std::string>().find("int32 sums"), std::string::npos);
+  EXPECT_GE(qrows[1].at("wrong").get<int64_t>(), 0);
+
+  const CliResult text =
+      run("bench --op Gemm:float32 --shape 8,32,32 --impl runtime,openblas --max-time 0.05");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("8x32x32"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("openblas"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("1.00x"), std::string::npos) << text.out;  // the runtime against itself
+
+  const CliResult not_blas = run("bench --op QGemm:uint8,int8 --shape 4,4,4 --impl openblas");
+  EXPECT_EQ(not_blas.exit_code, 1);
+  EXPECT_NE(not_blas.err.find("openblas does not compute QGemm:uint8,int8"), std::string::npos)
+      << not_blas.err;
+  const CliResult bad_shape = run("bench --op Gemm:float32 --shape 4,0,4");
+  EXPECT_EQ(bad_shape.exit_code, 1);
+  EXPECT_NE(bad_shape.err.find("--shape '4,0,4' is not M,N,K"), std::string::npos) << bad_shape.err;
+  const CliResult bad_impl = run("bench --op Gemm:float32 --shape 4,4,4 --impl mkl");
+  EXPECT_EQ(bad_impl.exit_code, 1);
+  EXPECT_NE(bad_impl.err.find("--impl 'mkl' is not"), std::string::npos) << bad_impl.err;
+  EXPECT_TRUE(bad_impl.out.empty()) << bad_impl.out;
+}
+
 }  // namespace
 }  // namespace mmtune::testing

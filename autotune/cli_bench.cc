@@ -1,0 +1,281 @@
+// `mmtune bench`: the call users make (the runtime's typed entry points over the kernels linked
+// into this build) timed in this process against what computes the same thing: the same schedule
+// through the JIT, and OpenBLAS / oneDNN where they compute the identity. Every implementation is
+// run once and checked before it is timed; all of one shape are timed interleaved with the tuner's
+// protocol (autotune/tune_timing.h: inputs rotated through more than the last-level cache, samples
+// until the median is stable).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "Halide.h"
+#include "autotune/blas.h"
+#include "autotune/cli.h"
+#include "autotune/halide_ops.h"
+#include "autotune/kernel_key.h"
+#include "autotune/shape_list.h"
+#include "autotune/tune_baselines.h"
+#include "autotune/tune_inputs.h"
+#include "autotune/tune_timing.h"
+#include "mmtune/mmtune.h"
+#include "reference/error.h"
+#include "reference/registry.h"
+#include "schedules/schedule.h"
+
+namespace mmtune::cli {
+namespace {
+
+using tune::OpCall;
+
+// The implementations `--impl` names, in the order they are listed.
+const std::vector<std::string> kImpls = {"runtime", "halide", "openblas", "onednn"};
+
+// One implementation set up on one shape's input copies.
+struct Impl {
+  std::string name;
+  std::string kernel;  // what ran: the kernel's name, "reference", or the library's build
+  std::string note;    // what was checked, and how it differs from the operator where it does
+  int64_t wrong = 0;   // outputs that differ from the reference's (a library's, counted)
+  std::function<void(std::size_t)> call;
+};
+
+// The runtime's typed entry point for `c` (arguments parsed once, outside the timed calls).
+std::function<Tensor(DispatchInfo*)> typed_runtime_call(const OpCall& c) {
+  const std::string op = find_operator(c.op).name;
+  if (op == "Gemm") {
+    auto args = std::make_shared<GemmArgs>(gemm_args(c.inputs, c.attrs));
+    return [args](DispatchInfo* info) { return runtime::gemm(*args, info); };
+  }
+  if (op == "QLinearMatMul") {
+    auto args = std::make_shared<QLinearMatMulArgs>(qlinear_matmul_args(c.inputs, c.attrs));
+    return [args](DispatchInfo* info) { return runtime::qlinear_matmul(*args, info); };
+  }
+  if (op == "QGemm") {
+    auto args = std::make_shared<QGemmArgs>(qgemm_args(c.inputs, c.attrs));
+    return [args](DispatchInfo* info) { return runtime::qgemm(*args, info); };
+  }
+  MMTUNE_CHECK(op == "QuantMatmulDequant", op);
+  auto args =
+      std::make_shared<QuantMatmulDequantArgs>(quant_matmul_dequant_args(c.inputs, c.attrs));
+  return [args](DispatchInfo* info) { return runtime::quant_matmul_dequant(*args, info); };
+}
+
+// Throws InternalError when `got` is not the reference's result bit for bit.
+void check_exact(const std::string& impl, const Tensor& want, const Tensor& got) {
+  if (got.dtype == want.dtype && got.shape == want.shape && got.bytes == want.bytes) return;
+  std::size_t at = 0;
+  while (at < want.bytes.size() && at < got.bytes.size() && want.bytes[at] == got.bytes[at]) ++at;
+  MMTUNE_CHECK(false, "mmtune bench: the " << impl << " result differs from the reference's (first "
+                                           << "at byte " << at << " of " << want.bytes.size()
+                                           << "): not timed");
+}
+
+// The implementations of `names` set up on `copies` (checked against the reference on copy 0).
+std::vector<Impl> make_impls(const std::vector<std::string>& names, const KernelIdentity& id,
+                             const std::string& spec, const std::vector<OpCall>& copies,
+                             const NamedShape& s) {
+  const OpCall& c0 = copies[0];
+  const Tensor want = run_reference(c0.op, c0.inputs, c0.attrs);
+  std::vector<Impl> impls;
+  DispatchInfo dispatched;
+  for (const std::string& name : names) {
+    Impl impl;
+    impl.name = name;
+    if (name == "runtime") {
+      std::vector<std::function<Tensor(DispatchInfo*)>> calls;
+      for (const OpCall& c : copies) calls.push_back(typed_runtime_call(c));
+      check_exact(name, want, calls[0](&dispatched));
+      impl.kernel = dispatched.kernel;
+      impl.note = "bit-exact with the reference; " + dispatched.reason;
+      impl.call = [calls](std::size_t ci) { calls[ci](nullptr); };
+    } else if (name == "halide") {
+      if (dispatched.kernel.empty()) typed_runtime_call(c0)(&dispatched);
+      const std::vector<runtime::KernelInfo> infos = runtime::linked_kernel_infos();
+      auto it = std::find_if(infos.begin(), infos.end(), [&](const runtime::KernelInfo& k) {
+        return k.name == dispatched.kernel;
+      });
+      if (it == infos.end()) {
+        invalid("bench", "--impl halide: the runtime has no kernel for ", spec, " at ", s.m, "x",
+                s.n, "x", s.k, " (", dispatched.reason, "), so there is no schedule to JIT");
+      }
+      HalideVariant v;
+      v.schedule = schedules::Schedule::from_generator_params(it->schedule);
+      v.target = runtime::kernel_target();
+      check_exact(name, want, run_halide(c0.op, c0.inputs, c0.attrs, v));
+      impl.kernel = it->name + " (JIT)";
+      impl.note = "bit-exact with the reference; the runtime's schedule compiled in process";
+      impl.call = [&copies, v](std::size_t ci) {
+        run_halide(copies[ci].op, copies[ci].inputs, copies[ci].attrs, v);
+      };
+    } else {
+      tune::BlasCall b = tune::prepare_blas_call(name, id, copies, s.m, s.n, s.k);
+      impl.kernel = name == "openblas" ? blas::openblas_info() : blas::onednn_info();
+      impl.note = b.note;
+      impl.wrong = b.wrong;
+      impl.call = std::move(b.call);
+    }
+    impls.push_back(std::move(impl));
+  }
+  return impls;
+}
+
+std::string shape_text(const NamedShape& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+}
+
+}  // namespace
+
+std::function<int()> add_bench_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "bench", "Time the runtime's call against the libraries that compute the same thing");
+  struct Opts {
+    std::vector<std::string> ops, shape, impls{"all"};
+    std::string shapes;
+    std::vector<int> threads{1};
+    double max_time = 2.0;
+    uint64_t seed = 1;
+    bool json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  sub->add_option("--op", o->ops, "kernel identity SPEC (repeatable)")->required();
+  sub->add_option("--shape", o->shape, "M,N,K (repeatable)");
+  sub->add_option("--shapes", o->shapes, "shape list file: `name M N K` a line");
+  sub->add_option("--threads", o->threads, "thread counts, e.g. 1,2 (default 1)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--impl", o->impls,
+                  "runtime, halide, openblas, onednn, or all (default; a comma list or repeated)")
+      ->delimiter(',');
+  sub->add_option("--max-time", o->max_time,
+                  "seconds of samples per implementation and shape at most (default 2)")
+      ->check(CLI::Range(0.01, 3600.0));
+  sub->add_option("--seed", o->seed, "seed of the input data");
+  sub->add_flag("--json", o->json,
+                "a JSON array of objects (impl, op, shape, threads, rate in operations per second, "
+                "kernel, note, wrong)");
+  sub->footer(R"(
+Times the call users make: the runtime's typed entry point (mmtune::runtime::gemm, ...), which
+validates, dispatches to the ahead-of-time kernel linked into this build for the identity and
+shape (or the reference where none may run) and allocates the output, in this process against
+  halide    the same schedule compiled by Halide's JIT (the host path of `mmtune run --impl halide`)
+  openblas  cblas_sgemm (float32 Gemm without transposes)
+  onednn    dnnl_sgemm (float32 Gemm), dnnl_gemm_u8s8s32 (u8.s8->u8 QLinearMatMul: the int32
+            sums alone, without the requantization; checked exactly and its wrong sums counted:
+            without VNNI it saturates pair sums)
+`all` is every one of them that computes the identity. The runtime's and the JIT's results are
+checked bit for bit against the reference before timing (a difference is an internal error).
+Rates are operations per second (2 M N K per call, medians); the ratio column is the runtime's
+rate over each implementation's.
+
+Examples:
+  mmtune bench --op Gemm:float32:contract=fma --shapes benchmarks/shapes/squares.txt --threads 1,2
+  mmtune bench --op QLinearMatMul:uint8,int8,uint8 --shape 1,4096,4096 --impl runtime,onednn --json
+)");
+  return [o] {
+    std::vector<NamedShape> shapes;
+    if (!o->shapes.empty()) shapes = read_shape_list(o->shapes);
+    for (const std::string& s : o->shape) shapes.push_back(parse_mnk(s, "bench"));
+    if (shapes.empty()) invalid("bench", "no shapes: give --shape M,N,K or --shapes FILE");
+    for (const std::string& i : o->impls) {
+      if (i != "all" && std::find(kImpls.begin(), kImpls.end(), i) == kImpls.end()) {
+        invalid("bench", "--impl '", i, "' is not runtime, halide, openblas, onednn or all");
+      }
+    }
+    const bool all = std::find(o->impls.begin(), o->impls.end(), "all") != o->impls.end();
+    std::vector<std::pair<std::string, KernelIdentity>> ids;
+    for (const std::string& spec : o->ops) ids.emplace_back(spec, tune::parse_identity_spec(spec));
+    // Every name valid for every identity before anything is timed.
+    for (const auto& [spec, id] : ids) {
+      const std::vector<std::string> blas = tune::blas_baselines(id);
+      for (const std::string& i : o->impls) {
+        if ((i == "openblas" || i == "onednn") &&
+            std::find(blas.begin(), blas.end(), i) == blas.end()) {
+          invalid("bench", "--impl ", i, ": ", i, " does not compute ", spec,
+                  " (OpenBLAS: float32 Gemm without transposes; oneDNN: that and u8.s8->u8 "
+                  "QLinearMatMul)");
+        }
+      }
+    }
+    tune::MeasureOptions measure;
+    measure.max_time_s = o->max_time;
+    nlohmann::json rows = nlohmann::json::array();
+    if (!o->json) {
+      std::cout << std::left << std::setw(34) << "op" << std::setw(18) << "shape" << std::setw(8)
+                << "threads" << std::setw(10) << "impl" << std::right << std::setw(12) << "G/s"
+                << std::setw(12) << "runtime/x"
+                << "  kernel\n";
+    }
+    for (const auto& [spec, id] : ids) {
+      std::vector<std::string> names;
+      for (const std::string& i : kImpls) {
+        const bool asked = std::find(o->impls.begin(), o->impls.end(), i) != o->impls.end() || all;
+        const std::vector<std::string> blas = tune::blas_baselines(id);
+        const bool computes = (i != "openblas" && i != "onednn") ||
+                              std::find(blas.begin(), blas.end(), i) != blas.end();
+        if (asked && computes) names.push_back(i);
+      }
+      for (const NamedShape& s : shapes) {
+        const std::vector<OpCall> copies = tune::timing_calls(id, s.m, s.n, s.k, o->seed);
+        std::vector<std::string> here = names;
+        if (all) {
+          // `all` takes the JIT only where the runtime has a kernel to take the schedule from.
+          DispatchInfo info;
+          typed_runtime_call(copies[0])(&info);
+          if (!info.used_kernel())
+            here.erase(std::remove(here.begin(), here.end(), "halide"), here.end());
+        }
+        const std::vector<Impl> impls = make_impls(here, id, spec, copies, s);
+        for (int t : o->threads) {
+          set_num_threads(t);
+          // The JIT's runtime exists once a kernel has been compiled (the halide check did).
+          if (std::find(here.begin(), here.end(), "halide") != here.end())
+            Halide::Internal::JITSharedRuntime::set_num_threads(t);
+          blas::set_threads(t);
+          measure.threads = t;
+          const std::vector<std::vector<double>> samples = tune::time_interleaved(
+              impls.size(), copies.size(),
+              [&](std::size_t i, std::size_t ci) { impls[i].call(ci); }, measure);
+          std::vector<double> rates;
+          for (const auto& v : samples) {
+            const double med = tune::median_of(v);
+            rates.push_back(med > 0 ? s.flops() / med : 0);
+          }
+          for (std::size_t i = 0; i < impls.size(); ++i) {
+            const Impl& impl = impls[i];
+            if (o->json) {
+              rows.push_back({{"impl", impl.name},
+                              {"op", spec},
+                              {"shape", {s.m, s.n, s.k}},
+                              {"threads", t},
+                              {"rate", rates[i]},
+                              {"kernel", impl.kernel},
+                              {"note", impl.note},
+                              {"wrong", impl.wrong}});
+              continue;
+            }
+            std::ostringstream ratio;
+            if (impls[0].name == "runtime" && rates[i] > 0)
+              ratio << std::fixed << std::setprecision(2) << rates[0] / rates[i] << "x";
+            std::cout << std::left << std::setw(34) << spec << std::setw(18) << shape_text(s)
+                      << std::setw(8) << t << std::setw(10) << impl.name << std::right
+                      << std::setw(12) << std::fixed << std::setprecision(2) << rates[i] / 1e9
+                      << std::setw(12) << ratio.str() << "  " << impl.kernel
+                      << (impl.wrong > 0 ? " (" + std::to_string(impl.wrong) +
+                                               " outputs differ from the reference's)"
+                                         : "")
+                      << "\n";
+          }
+        }
+      }
+    }
+    if (o->json) std::cout << rows.dump(1) << "\n";
+    return kExitOk;
+  };
+}
+
+}  // namespace mmtune::cli
