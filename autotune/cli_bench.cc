@@ -76,9 +76,11 @@ void check_exact(const std::string& impl, const Tensor& want, const Tensor& got)
 }
 
 // The implementations of `names` set up on `copies` (checked against the reference on copy 0).
+// With `halide_if_kernel`, the JIT is left out (not refused) where the runtime has no kernel to
+// take the schedule from.
 std::vector<Impl> make_impls(const std::vector<std::string>& names, const KernelIdentity& id,
                              const std::string& spec, const std::vector<OpCall>& copies,
-                             const NamedShape& s) {
+                             const NamedShape& s, bool halide_if_kernel) {
   const OpCall& c0 = copies[0];
   const Tensor want = run_reference(c0.op, c0.inputs, c0.attrs);
   std::vector<Impl> impls;
@@ -100,6 +102,7 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
         return k.name == dispatched.kernel;
       });
       if (it == infos.end()) {
+        if (halide_if_kernel) continue;
         invalid("bench", "--impl halide: the runtime has no kernel for ", spec, " at ", s.m, "x",
                 s.n, "x", s.k, " (", dispatched.reason, "), so there is no schedule to JIT");
       }
@@ -212,29 +215,24 @@ Examples:
     }
     for (const auto& [spec, id] : ids) {
       std::vector<std::string> names;
+      const std::vector<std::string> blas = tune::blas_baselines(id);
       for (const std::string& i : kImpls) {
         const bool asked = std::find(o->impls.begin(), o->impls.end(), i) != o->impls.end() || all;
-        const std::vector<std::string> blas = tune::blas_baselines(id);
+        // Libraries that do not compute the identity were refused above unless `all` asked.
         const bool computes = (i != "openblas" && i != "onednn") ||
                               std::find(blas.begin(), blas.end(), i) != blas.end();
         if (asked && computes) names.push_back(i);
       }
       for (const NamedShape& s : shapes) {
         const std::vector<OpCall> copies = tune::timing_calls(id, s.m, s.n, s.k, o->seed);
-        std::vector<std::string> here = names;
-        if (all) {
-          // `all` takes the JIT only where the runtime has a kernel to take the schedule from.
-          DispatchInfo info;
-          typed_runtime_call(copies[0])(&info);
-          if (!info.used_kernel())
-            here.erase(std::remove(here.begin(), here.end(), "halide"), here.end());
-        }
-        const std::vector<Impl> impls = make_impls(here, id, spec, copies, s);
+        // `all` takes the JIT only where the runtime has a kernel to take the schedule from.
+        const std::vector<Impl> impls = make_impls(names, id, spec, copies, s, all);
+        const bool jit = std::any_of(impls.begin(), impls.end(),
+                                     [](const Impl& i) { return i.name == "halide"; });
         for (int t : o->threads) {
           set_num_threads(t);
           // The JIT's runtime exists once a kernel has been compiled (the halide check did).
-          if (std::find(here.begin(), here.end(), "halide") != here.end())
-            Halide::Internal::JITSharedRuntime::set_num_threads(t);
+          if (jit) Halide::Internal::JITSharedRuntime::set_num_threads(t);
           blas::set_threads(t);
           measure.threads = t;
           const std::vector<std::vector<double>> samples = tune::time_interleaved(
