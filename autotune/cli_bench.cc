@@ -25,6 +25,10 @@
 #include "mmtune/mmtune.h"
 #include "reference/error.h"
 #include "reference/registry.h"
+#include "runtime/host/buffer_view.h"
+#include "runtime/host/kernel_identity.h"
+#include "runtime/src/dispatch.h"
+#include "runtime/src/kernel_call.h"
 #include "schedules/schedule.h"
 
 namespace mmtune::cli {
@@ -33,7 +37,7 @@ namespace {
 using tune::OpCall;
 
 // The implementations `--impl` names, in the order they are listed.
-const std::vector<std::string> kImpls = {"runtime", "halide", "openblas", "onednn"};
+const std::vector<std::string> kImpls = {"runtime", "kernel", "halide", "openblas", "onednn"};
 
 // One implementation set up on one shape's input copies.
 struct Impl {
@@ -75,6 +79,60 @@ void check_exact(const std::string& impl, const Tensor& want, const Tensor& got)
                                            << "): not timed");
 }
 
+// The AOT kernel the runtime dispatches a float32.. Gemm call to, called directly on Halide buffers
+// made once and a preallocated output (canonical calls: no transposes). The kernel alone, so the
+// runtime's time minus this one is the call's cost outside the kernel. Checked bit for bit first;
+// the timed calls pass no error context (the same buffers just ran without error).
+Impl bare_gemm_kernel(const std::vector<OpCall>& copies, const NamedShape& s, const Tensor& want) {
+  struct Prepared {
+    GemmArgs args;
+    Tensor zero_c, y;
+    Halide::Runtime::Buffer<void> a, b, c, y_view;
+  };
+  auto prepared = std::make_shared<std::vector<std::unique_ptr<Prepared>>>();
+  const runtime::KernelEntry* kernel = nullptr;
+  for (const OpCall& call : copies) {
+    auto p = std::make_unique<Prepared>();
+    p->args = gemm_args(call.inputs, call.attrs);
+    if (p->args.trans_a || p->args.trans_b)
+      invalid("bench", "--impl kernel: Gemm with transA/transB (the runtime transposes first)");
+    const DType t = p->args.a->dtype;
+    p->zero_c = Tensor(t, {});
+    if (!p->args.c) {
+      p->args.c = &p->zero_c;
+      p->args.beta = 0.0f;
+    }
+    const runtime::Selection sel =
+        runtime::select_linked("Gemm", gemm_identity(p->args).params, s.m, s.n, s.k);
+    if (!sel.kernel) invalid("bench", "--impl kernel: ", sel.reason);
+    kernel = sel.kernel;
+    p->y = Tensor(t, {s.m, s.n});
+    p->a = view(*p->args.a, p->args.a->shape);
+    p->b = view(*p->args.b, p->args.b->shape);
+    p->c = view(*p->args.c, {s.m, s.n});
+    p->y_view = view(p->y, p->y.shape);
+    prepared->push_back(std::move(p));
+  }
+  const auto fn = reinterpret_cast<runtime::GemmKernelFn>(kernel->fn);
+  {
+    Prepared& p = *prepared->front();
+    runtime::KernelCall call(*kernel);
+    call.check(fn(call.user_context(), p.a.raw_buffer(), p.b.raw_buffer(), p.c.raw_buffer(),
+                  p.args.alpha, p.args.beta, p.y_view.raw_buffer()));
+    check_exact("kernel", want, p.y);
+  }
+  Impl impl;
+  impl.name = "kernel";
+  impl.kernel = std::string(kernel->name) + " (called directly)";
+  impl.note = "bit-exact with the reference; the runtime's kernel on buffers made once";
+  impl.call = [prepared, fn](std::size_t ci) {
+    Prepared& p = *(*prepared)[ci];
+    fn(nullptr, p.a.raw_buffer(), p.b.raw_buffer(), p.c.raw_buffer(), p.args.alpha, p.args.beta,
+       p.y_view.raw_buffer());
+  };
+  return impl;
+}
+
 // The implementations of `names` set up on `copies` (checked against the reference on copy 0).
 // With `halide_if_kernel`, the JIT is left out (not refused) where the runtime has no kernel to
 // take the schedule from.
@@ -95,6 +153,12 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       impl.kernel = dispatched.kernel;
       impl.note = "bit-exact with the reference; " + dispatched.reason;
       impl.call = [calls](std::size_t ci) { calls[ci](nullptr); };
+    } else if (name == "kernel") {
+      if (dispatched.kernel.empty()) typed_runtime_call(c0)(&dispatched);
+      const bool gemm = find_operator(c0.op).name == "Gemm";
+      if (halide_if_kernel && (!gemm || dispatched.kernel == "reference")) continue;
+      if (!gemm) invalid("bench", "--impl kernel: Gemm only so far (", spec, ")");
+      impl = bare_gemm_kernel(copies, s, want);
     } else if (name == "halide") {
       if (dispatched.kernel.empty()) typed_runtime_call(c0)(&dispatched);
       const std::vector<runtime::KernelInfo> infos = runtime::linked_kernel_infos();
@@ -108,7 +172,7 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       }
       HalideVariant v;
       v.schedule = schedules::Schedule::from_generator_params(it->schedule);
-      v.target = runtime::kernel_target();
+      v.target = it->target;
       check_exact(name, want, run_halide(c0.op, c0.inputs, c0.attrs, v));
       impl.kernel = it->name + " (JIT)";
       impl.note = "bit-exact with the reference; the runtime's schedule compiled in process";
@@ -152,7 +216,8 @@ std::function<int()> add_bench_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
   sub->add_option("--impl", o->impls,
-                  "runtime, halide, openblas, onednn, or all (default; a comma list or repeated)")
+                  "runtime, kernel, halide, openblas, onednn, or all (default; a comma list or "
+                  "repeated)")
       ->delimiter(',');
   sub->add_option("--max-time", o->max_time,
                   "seconds of samples per implementation and shape at most (default 2)")
@@ -160,18 +225,22 @@ std::function<int()> add_bench_command(CLI::App& app) {
   sub->add_option("--seed", o->seed, "seed of the input data");
   sub->add_flag("--json", o->json,
                 "a JSON array of objects (impl, op, shape, threads, rate in operations per second, "
-                "kernel, note, wrong)");
+                "seconds per call, kernel, note, wrong)");
   sub->footer(R"(
 Times the call users make: the runtime's typed entry point (mmtune::runtime::gemm, ...), which
 validates, dispatches to the ahead-of-time kernel linked into this build for the identity and
 shape (or the reference where none may run) and allocates the output, in this process against
+  kernel    that AOT kernel alone, called directly on buffers made once into a preallocated output
+            (float32.. Gemm without transposes): the runtime's time minus its time is the call's
+            cost outside the kernel (the us/call column)
   halide    the same schedule compiled by Halide's JIT (the host path of `mmtune run --impl halide`)
   openblas  cblas_sgemm (float32 Gemm without transposes)
   onednn    dnnl_sgemm (float32 Gemm), dnnl_gemm_u8s8s32 (u8.s8->u8 QLinearMatMul: the int32
             sums alone, without the requantization; checked exactly and its wrong sums counted:
             without VNNI it saturates pair sums)
-`all` is every one of them that computes the identity. The runtime's and the JIT's results are
-checked bit for bit against the reference before timing (a difference is an internal error).
+`all` is every one of them that computes the identity. The runtime's, the kernel's and the JIT's
+results are checked bit for bit against the reference before timing (a difference is an internal
+error).
 Rates are operations per second (2 M N K per call, medians); the ratio column is the runtime's
 rate over each implementation's.
 
@@ -186,7 +255,7 @@ Examples:
     if (shapes.empty()) invalid("bench", "no shapes: give --shape M,N,K or --shapes FILE");
     for (const std::string& i : o->impls) {
       if (i != "all" && std::find(kImpls.begin(), kImpls.end(), i) == kImpls.end()) {
-        invalid("bench", "--impl '", i, "' is not runtime, halide, openblas, onednn or all");
+        invalid("bench", "--impl '", i, "' is not runtime, kernel, halide, openblas, onednn or all");
       }
     }
     const bool all = std::find(o->impls.begin(), o->impls.end(), "all") != o->impls.end();
@@ -210,7 +279,7 @@ Examples:
     if (!o->json) {
       std::cout << std::left << std::setw(34) << "op" << std::setw(18) << "shape" << std::setw(8)
                 << "threads" << std::setw(10) << "impl" << std::right << std::setw(12) << "G/s"
-                << std::setw(12) << "runtime/x"
+                << std::setw(12) << "runtime/x" << std::setw(12) << "us/call"
                 << "  kernel\n";
     }
     for (const auto& [spec, id] : ids) {
@@ -251,6 +320,7 @@ Examples:
                               {"shape", {s.m, s.n, s.k}},
                               {"threads", t},
                               {"rate", rates[i]},
+                              {"seconds", rates[i] > 0 ? s.flops() / rates[i] : 0.0},
                               {"kernel", impl.kernel},
                               {"note", impl.note},
                               {"wrong", impl.wrong}});
@@ -262,7 +332,8 @@ Examples:
             std::cout << std::left << std::setw(34) << spec << std::setw(18) << shape_text(s)
                       << std::setw(8) << t << std::setw(10) << impl.name << std::right
                       << std::setw(12) << std::fixed << std::setprecision(2) << rates[i] / 1e9
-                      << std::setw(12) << ratio.str() << "  " << impl.kernel
+                      << std::setw(12) << ratio.str() << std::setw(12) << std::setprecision(3)
+                      << (rates[i] > 0 ? s.flops() / rates[i] * 1e6 : 0.0) << "  " << impl.kernel
                       << (impl.wrong > 0 ? " (" + std::to_string(impl.wrong) +
                                                " outputs differ from the reference's)"
                                          : "")

@@ -3,37 +3,38 @@
 # The build never tunes (STYLE.md item 7); the table is compiled, nothing is read at run time.
 include_guard(GLOBAL)
 
-# The shipped databases this host can run, best first: the AVX2 one on any x86-64 host with AVX2,
-# FMA and F16C (AVX-512 hosts run that code too), then the SSE4.1 baseline; empty where neither
-# applies or the host cannot be inspected (cross builds).
-function(mmtune_host_kernel_targets out_var)
+# The shipped databases of the build machine's architecture, best first (the order in which the
+# runtime tries them on the CPU it runs on: cmake/MmtuneKernels.cmake, runtime/src/dispatch.cc):
+# every x86-64 level tuned/ holds, whatever the build machine's own CPU (a level its CPU lacks is
+# compiled, not run); none for cross builds or other architectures.
+function(mmtune_shipped_kernel_targets out_var)
   set(targets "")
-  if(NOT CMAKE_CROSSCOMPILING AND CMAKE_HOST_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$"
-     AND EXISTS /proc/cpuinfo)
-    file(STRINGS /proc/cpuinfo flags REGEX "^flags" LIMIT_COUNT 1)
-    string(APPEND flags " ")
-    if(flags MATCHES " avx2 " AND flags MATCHES " fma " AND flags MATCHES " f16c ")
-      list(APPEND targets x86-64-linux-avx2-fma-f16c)
-    endif()
-    if(flags MATCHES " sse4_1 ")
-      list(APPEND targets x86-64-linux-sse41)
-    endif()
+  if(NOT CMAKE_CROSSCOMPILING AND CMAKE_HOST_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+    foreach(t IN ITEMS x86-64-linux-avx512_zen4 x86-64-linux-avx512_sapphirerapids
+                       x86-64-linux-avx2-fma-f16c x86-64-linux-sse41)
+      if(EXISTS "${PROJECT_SOURCE_DIR}/tuned/${t}.json")
+        list(APPEND targets "${t}")
+      endif()
+    endforeach()
+  endif()
+  if(NOT targets)
+    set(targets none)
   endif()
   set(${out_var} "${targets}" PARENT_SCOPE)
 endfunction()
 
-mmtune_host_kernel_targets(_mmtune_runnable)
-set(_mmtune_default_target none)
-set(_mmtune_default_extra "")
-if(_mmtune_runnable)
-  list(POP_FRONT _mmtune_runnable _mmtune_default_target)
-  set(_mmtune_default_extra "${_mmtune_runnable}")
-endif()
-set(MMTUNE_TARGET "${_mmtune_default_target}" CACHE STRING
-    "Halide target of the shipped kernels: the database tuned/<MMTUNE_TARGET>.json, or none")
-set(MMTUNE_EXTRA_TARGETS "${_mmtune_default_extra}" CACHE STRING
-    "More databases (tuned/<target>.json) to build beside MMTUNE_TARGET, each into its own runtime \
-library with its own runtime test suite (default: the other shipped databases this host runs)")
+mmtune_shipped_kernel_targets(_mmtune_default_targets)
+set(MMTUNE_TARGETS "${_mmtune_default_targets}" CACHE STRING
+    "Halide targets of the kernels mmtune::runtime carries, best first: the databases \
+tuned/<target>.json, or none (default: every shipped level of this architecture; the CPU a program \
+runs on picks the best it supports)")
+foreach(_mmtune_old IN ITEMS MMTUNE_TARGET MMTUNE_EXTRA_TARGETS)
+  if(DEFINED CACHE{${_mmtune_old}})
+    message(WARNING "${_mmtune_old} is no longer read: one runtime library carries every level of "
+            "MMTUNE_TARGETS (now '${MMTUNE_TARGETS}')")
+    unset(${_mmtune_old} CACHE)
+  endif()
+endforeach()
 
 # Reads member `path...` of `json` into `out`; a fatal error naming `what` when it is missing.
 function(_mmtune_json_get out json what)
@@ -88,40 +89,59 @@ function(_mmtune_json_params out json what skip)
   set(${out} "${items}" PARENT_SCOPE)
 endfunction()
 
-# mmtune_add_kernels(<name> DATABASE <file.json> FROM <generator executable> OUT_SOURCES <var>)
+# mmtune_add_kernels(<name> DATABASES <file.json>... FROM <generator executable> OUT_SOURCES <var>
+#                    [OUT_TARGETS <var>])
 #
-# For each kernel of the database, add_halide_library(<kernel name> ...) with the kernel's identity
-# params and schedule (its "template" included) as generator params, compiled for the database's
+# For each kernel of each database, add_halide_library(<kernel name> ...) with the kernel's identity
+# params and schedule (its "template" included) as generator params, compiled for its database's
 # target plus user_context (each call carries its own error capture) and C++ name mangling (the
 # function is mmtune::kernels::<kernel name>); one Halide runtime shared by all; and the generated
-# dispatch table <name>_table.cc. <var> receives the table, every kernel's object and the runtime's
-# object, for the library that carries them (one archive to install; the caller adds the current
-# binary directory, where the kernels' headers are, to its include path). The table
-# declares, per kernel: name, operator, generator, identity params, schedule, shape bucket and the
-# function, checked at compile time against the operator's signature type
-# mmtune::runtime::<Op>KernelFn (runtime/src/kernel_table.h). A database whose target is "none" has
-# no kernels; an empty table is generated.
+# dispatch tables <name>_table.cc, one per database in the order given (best first: the runtime
+# runs the first level the CPU supports that has a kernel for the call). <var> receives the
+# tables, every kernel's object and the runtime's object, for the library that carries them (one
+# archive to install; the caller adds the current binary directory, where the kernels' headers
+# are, to its include path). A table declares, per kernel: name, operator, generator, identity
+# params, schedule, shape bucket and the function, checked at compile time against the operator's
+# signature type mmtune::runtime::<Op>KernelFn (runtime/src/kernel_table.h). A database whose
+# target is "none" has no kernels; its table is empty. The databases' targets must share one
+# architecture (one runtime serves them) and be distinct; OUT_TARGETS receives them in order.
 function(mmtune_add_kernels name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DATABASE;FROM;OUT_SOURCES" "")
-  if(NOT ARG_DATABASE OR NOT ARG_FROM OR NOT ARG_OUT_SOURCES)
-    message(FATAL_ERROR "mmtune_add_kernels(${name}): DATABASE, FROM and OUT_SOURCES are required")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "FROM;OUT_SOURCES;OUT_TARGETS" "DATABASES")
+  if(NOT ARG_DATABASES OR NOT ARG_FROM OR NOT ARG_OUT_SOURCES)
+    message(FATAL_ERROR "mmtune_add_kernels(${name}): DATABASES, FROM and OUT_SOURCES are required")
   endif()
-  cmake_path(ABSOLUTE_PATH ARG_DATABASE BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")
-  if(NOT EXISTS "${ARG_DATABASE}")
-    message(FATAL_ERROR "mmtune_add_kernels(${name}): no database ${ARG_DATABASE}")
-  endif()
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${ARG_DATABASE}")
-  file(READ "${ARG_DATABASE}" json)
-  cmake_path(GET ARG_DATABASE FILENAME db_name)
-  string(JSON err_check ERROR_VARIABLE err TYPE "${json}")
-  if(err)
-    message(FATAL_ERROR "mmtune_add_kernels: ${ARG_DATABASE} is not valid JSON: ${err}")
-  endif()
-  _mmtune_json_get(target "${json}" "${db_name}" target)
-  string(JSON count ERROR_VARIABLE err LENGTH "${json}" kernels)
-  if(err)
-    message(FATAL_ERROR "mmtune_add_kernels: ${db_name}: no 'kernels' array: ${err}")
-  endif()
+
+  # Every database read and checked first; the runtime's architecture from their targets.
+  set(files "")
+  set(targets "")
+  set(arch "")
+  foreach(database IN LISTS ARG_DATABASES)
+    cmake_path(ABSOLUTE_PATH database BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${database}")
+      message(FATAL_ERROR "mmtune_add_kernels(${name}): no database ${database}")
+    endif()
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${database}")
+    file(READ "${database}" json)
+    cmake_path(GET database FILENAME db_name)
+    string(JSON err_check ERROR_VARIABLE err TYPE "${json}")
+    if(err)
+      message(FATAL_ERROR "mmtune_add_kernels: ${database} is not valid JSON: ${err}")
+    endif()
+    _mmtune_json_get(target "${json}" "${db_name}" target)
+    if(target IN_LIST targets)
+      message(FATAL_ERROR "mmtune_add_kernels: ${db_name}: a second database for target ${target}")
+    endif()
+    if(NOT target STREQUAL "none")
+      string(REGEX MATCH "^[a-z0-9_]+-[0-9]+-[a-z]+" db_arch "${target}")
+      if(arch AND NOT db_arch STREQUAL arch)
+        message(FATAL_ERROR "mmtune_add_kernels: ${db_name}: target ${target} is not of ${arch}, the "
+                "architecture of the other databases (one runtime library holds one architecture)")
+      endif()
+      set(arch "${db_arch}")
+    endif()
+    list(APPEND files "${database}")
+    list(APPEND targets "${target}")
+  endforeach()
 
   # One runtime for every kernel (the Halide runtime is per process: one thread pool, one error
   # handler), compiled for the architecture's baseline: the library promises to run the reference
@@ -129,135 +149,159 @@ function(mmtune_add_kernels name)
   # builds a runtime for the common features of its targets: the baseline target makes them none).
   # For a kernel-less build, the runtime of the host so that the API still links.
   set(runtime ${name}.runtime)
-  if(target STREQUAL "none")
-    set(runtime_target host)
+  if(arch)
+    add_halide_runtime(${runtime} TARGETS "${arch}")
   else()
-    string(REGEX MATCH "^[a-z0-9_]+-[0-9]+-[a-z]+" runtime_target "${target}")
+    add_halide_runtime(${runtime} TARGETS host)
   endif()
-  add_halide_runtime(${runtime} TARGETS "${runtime_target}")
 
   set(includes "")
-  set(entries "")
   set(checks "")
   set(libraries "")
   set(names "")
-  if(count GREATER 0)
-    math(EXPR last "${count} - 1")
-    foreach(i RANGE ${last})
-      set(where "${db_name}: kernels[${i}]")
-      _mmtune_json_get(kernel "${json}" "${where}" kernels ${i} name)
-      set(where "${db_name}: kernel ${kernel}")
-      if(NOT kernel MATCHES "^[a-z][a-z0-9_]*__[a-z0-9_]+$")
-        message(FATAL_ERROR "mmtune_add_kernels: ${where}: the name does not follow docs/naming.md "
-                "(<op>_<dtypes>[_<mode>]__<isa>_<tile>, lower case)")
-      endif()
-      if(kernel IN_LIST names)
-        message(FATAL_ERROR "mmtune_add_kernels: ${where} is listed twice")
-      endif()
-      list(APPEND names "${kernel}")
-      _mmtune_json_get(op "${json}" "${where}" kernels ${i} op)
-      if(NOT op MATCHES "^[A-Z][A-Za-z0-9]*$")
-        message(FATAL_ERROR "mmtune_add_kernels: ${where}: op '${op}' is not an ONNX operator name")
-      endif()
-      _mmtune_json_get(generator "${json}" "${where}" kernels ${i} generator)
-      _mmtune_json_params(identity "${json}" "${where}: params" "" kernels ${i} params)
-      _mmtune_json_params(schedule "${json}" "${where}: schedule" "" kernels ${i} schedule)
-      # The fma float contract needs a fused multiply-add (schedules/target_info.cc, why_no_fma).
-      if("contract=fma" IN_LIST identity AND target MATCHES "^x86" AND NOT target MATCHES "-(fma|avx512[a-z_]*)(-|$)")
-        message(FATAL_ERROR "mmtune_add_kernels: ${where}: contract=fma needs a fused multiply-add, which "
-                "target ${target} lacks (an x86 target needs the fma feature, e.g. x86-64-linux-avx2-fma)")
-      endif()
+  set(arrays "")
+  set(tables "")
+  set(summary "")
+  set(db_index 0)
+  foreach(database target IN ZIP_LISTS files targets)
+    file(READ "${database}" json)
+    cmake_path(GET database FILENAME db_name)
+    string(JSON count ERROR_VARIABLE err LENGTH "${json}" kernels)
+    if(err)
+      message(FATAL_ERROR "mmtune_add_kernels: ${db_name}: no 'kernels' array: ${err}")
+    endif()
+    set(entries "")
+    set(n_entries 0)
+    set(n_kernels 0)
+    if(count GREATER 0)
+      math(EXPR last "${count} - 1")
+      foreach(i RANGE ${last})
+        set(where "${db_name}: kernels[${i}]")
+        _mmtune_json_get(kernel "${json}" "${where}" kernels ${i} name)
+        set(where "${db_name}: kernel ${kernel}")
+        if(NOT kernel MATCHES "^[a-z][a-z0-9_]*__[a-z0-9_]+$")
+          message(FATAL_ERROR "mmtune_add_kernels: ${where}: the name does not follow docs/naming.md "
+                  "(<op>_<dtypes>[_<mode>]__<isa>_<tile>, lower case)")
+        endif()
+        if(kernel IN_LIST names)
+          message(FATAL_ERROR "mmtune_add_kernels: ${where} is listed twice")
+        endif()
+        list(APPEND names "${kernel}")
+        _mmtune_json_get(op "${json}" "${where}" kernels ${i} op)
+        if(NOT op MATCHES "^[A-Z][A-Za-z0-9]*$")
+          message(FATAL_ERROR "mmtune_add_kernels: ${where}: op '${op}' is not an ONNX operator name")
+        endif()
+        _mmtune_json_get(generator "${json}" "${where}" kernels ${i} generator)
+        _mmtune_json_params(identity "${json}" "${where}: params" "" kernels ${i} params)
+        _mmtune_json_params(schedule "${json}" "${where}: schedule" "" kernels ${i} schedule)
+        # The fma float contract needs a fused multiply-add (schedules/target_info.cc, why_no_fma).
+        if("contract=fma" IN_LIST identity AND target MATCHES "^x86" AND NOT target MATCHES "-(fma|avx512[a-z_]*)(-|$)")
+          message(FATAL_ERROR "mmtune_add_kernels: ${where}: contract=fma needs a fused multiply-add, which "
+                  "target ${target} lacks (an x86 target needs the fma feature, e.g. x86-64-linux-avx2-fma)")
+        endif()
 
-      # The bucket: "any", an object of optional m_min, m_max, n_min, n_max, k_min, k_max, or an
-      # array of such objects (one kernel serving several buckets: one table entry each).
-      set(bucket_paths "")
-      string(JSON bucket_type ERROR_VARIABLE err TYPE "${json}" kernels ${i} bucket)
-      if(err)
-        message(FATAL_ERROR "mmtune_add_kernels: ${where}: no 'bucket' (\"any\" or {\"m_min\": ...})")
-      elseif(bucket_type STREQUAL "STRING")
-        string(JSON any GET "${json}" kernels ${i} bucket)
-        if(NOT any STREQUAL "any")
-          message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket '${any}' is not \"any\" or an object")
-        endif()
-        set(bucket_paths "any")
-      elseif(bucket_type STREQUAL "OBJECT")
-        set(bucket_paths "-")
-      elseif(bucket_type STREQUAL "ARRAY")
-        string(JSON nb LENGTH "${json}" kernels ${i} bucket)
-        if(nb EQUAL 0)
-          message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket is an empty array")
-        endif()
-        math(EXPR nb_last "${nb} - 1")
-        foreach(b RANGE ${nb_last})
-          string(JSON item_type TYPE "${json}" kernels ${i} bucket ${b})
-          if(NOT item_type STREQUAL "OBJECT")
-            message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket[${b}] is a JSON ${item_type}, not an object")
+        # The bucket: "any", an object of optional m_min, m_max, n_min, n_max, k_min, k_max, or an
+        # array of such objects (one kernel serving several buckets: one table entry each).
+        set(bucket_paths "")
+        string(JSON bucket_type ERROR_VARIABLE err TYPE "${json}" kernels ${i} bucket)
+        if(err)
+          message(FATAL_ERROR "mmtune_add_kernels: ${where}: no 'bucket' (\"any\" or {\"m_min\": ...})")
+        elseif(bucket_type STREQUAL "STRING")
+          string(JSON any GET "${json}" kernels ${i} bucket)
+          if(NOT any STREQUAL "any")
+            message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket '${any}' is not \"any\" or an object")
           endif()
-          list(APPEND bucket_paths "${b}")
-        endforeach()
-      else()
-        message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket is a JSON ${bucket_type}")
-      endif()
-      set(buckets "")
-      foreach(path IN LISTS bucket_paths)
-        set(bounds "")
-        if(path STREQUAL "-")
-          _mmtune_json_params(bounds "${json}" "${where}: bucket" "" kernels ${i} bucket)
-        elseif(NOT path STREQUAL "any")
-          _mmtune_json_params(bounds "${json}" "${where}: bucket[${path}]" "" kernels ${i} bucket ${path})
-        endif()
-        set(bucket "")
-        foreach(dim IN ITEMS m n k)
-          set(lo 0)
-          set(hi -1)  # unbounded
-          foreach(item IN LISTS bounds)
-            if(item MATCHES "^${dim}_min=([0-9]+)$")
-              set(lo "${CMAKE_MATCH_1}")
-            elseif(item MATCHES "^${dim}_max=([0-9]+)$")
-              set(hi "${CMAKE_MATCH_1}")
-            elseif(NOT item MATCHES "^[mnk]_(min|max)=[0-9]+$")
-              message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket entry '${item}' is not "
-                      "m_min, m_max, n_min, n_max, k_min or k_max with a non-negative integer")
+          set(bucket_paths "any")
+        elseif(bucket_type STREQUAL "OBJECT")
+          set(bucket_paths "-")
+        elseif(bucket_type STREQUAL "ARRAY")
+          string(JSON nb LENGTH "${json}" kernels ${i} bucket)
+          if(nb EQUAL 0)
+            message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket is an empty array")
+          endif()
+          math(EXPR nb_last "${nb} - 1")
+          foreach(b RANGE ${nb_last})
+            string(JSON item_type TYPE "${json}" kernels ${i} bucket ${b})
+            if(NOT item_type STREQUAL "OBJECT")
+              message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket[${b}] is a JSON ${item_type}, not an object")
             endif()
+            list(APPEND bucket_paths "${b}")
           endforeach()
-          string(APPEND bucket "${lo}, ${hi}, ")
+        else()
+          message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket is a JSON ${bucket_type}")
+        endif()
+        set(buckets "")
+        foreach(path IN LISTS bucket_paths)
+          set(bounds "")
+          if(path STREQUAL "-")
+            _mmtune_json_params(bounds "${json}" "${where}: bucket" "" kernels ${i} bucket)
+          elseif(NOT path STREQUAL "any")
+            _mmtune_json_params(bounds "${json}" "${where}: bucket[${path}]" "" kernels ${i} bucket ${path})
+          endif()
+          set(bucket "")
+          foreach(dim IN ITEMS m n k)
+            set(lo 0)
+            set(hi -1)  # unbounded
+            foreach(item IN LISTS bounds)
+              if(item MATCHES "^${dim}_min=([0-9]+)$")
+                set(lo "${CMAKE_MATCH_1}")
+              elseif(item MATCHES "^${dim}_max=([0-9]+)$")
+                set(hi "${CMAKE_MATCH_1}")
+              elseif(NOT item MATCHES "^[mnk]_(min|max)=[0-9]+$")
+                message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket entry '${item}' is not "
+                        "m_min, m_max, n_min, n_max, k_min or k_max with a non-negative integer")
+              endif()
+            endforeach()
+            string(APPEND bucket "${lo}, ${hi}, ")
+          endforeach()
+          list(APPEND buckets "${bucket}")
         endforeach()
-        list(APPEND buckets "${bucket}")
-      endforeach()
 
-      # The generator params: identity and schedule (the schedule's keys are the generator's knobs).
-      add_halide_library(${kernel} FROM ${ARG_FROM}
-                         GENERATOR ${generator}
-                         FUNCTION_NAME ${kernel}
-                         NAMESPACE mmtune::kernels
-                         USE_RUNTIME ${runtime}
-                         TARGETS "${target}-user_context-c_plus_plus_name_mangling"
-                         PARAMS ${identity} ${schedule})
-      list(APPEND libraries ${kernel})
-      string(APPEND includes "#include \"${kernel}.h\"\n")
-      string(APPEND checks
-             "static_assert(std::is_same_v<decltype(&mmtune::kernels::${kernel}), ${op}KernelFn>,\n"
-             "              \"${kernel}: its signature is not ${op}KernelFn\");\n")
-      list(JOIN identity " " identity_text)
-      list(JOIN schedule " " schedule_text)
-      foreach(bucket IN LISTS buckets)
-        string(APPEND entries
-               "    {\"${kernel}\", \"${op}\", \"${generator}\",\n"
-               "     \"${identity_text}\",\n"
-               "     \"${schedule_text}\",\n"
-               "     {${bucket}}, reinterpret_cast<KernelFn>(&mmtune::kernels::${kernel})},\n")
+        # The generator params: identity and schedule (the schedule's keys are the generator's knobs).
+        add_halide_library(${kernel} FROM ${ARG_FROM}
+                           GENERATOR ${generator}
+                           FUNCTION_NAME ${kernel}
+                           NAMESPACE mmtune::kernels
+                           USE_RUNTIME ${runtime}
+                           TARGETS "${target}-user_context-c_plus_plus_name_mangling"
+                           PARAMS ${identity} ${schedule})
+        list(APPEND libraries ${kernel})
+        string(APPEND includes "#include \"${kernel}.h\"\n")
+        string(APPEND checks
+               "static_assert(std::is_same_v<decltype(&mmtune::kernels::${kernel}), ${op}KernelFn>,\n"
+               "              \"${kernel}: its signature is not ${op}KernelFn\");\n")
+        list(JOIN identity " " identity_text)
+        list(JOIN schedule " " schedule_text)
+        math(EXPR n_kernels "${n_kernels} + 1")
+        foreach(bucket IN LISTS buckets)
+          math(EXPR n_entries "${n_entries} + 1")
+          string(APPEND entries
+                 "    {\"${kernel}\", \"${op}\", \"${generator}\",\n"
+                 "     \"${identity_text}\",\n"
+                 "     \"${schedule_text}\",\n"
+                 "     {${bucket}}, reinterpret_cast<KernelFn>(&mmtune::kernels::${kernel})},\n")
+        endforeach()
       endforeach()
-    endforeach()
-  endif()
-  if(entries STREQUAL "")
-    set(entries "    {nullptr, nullptr, nullptr, nullptr, nullptr, {}, nullptr},  // none\n")
-  endif()
+    endif()
+    file(RELATIVE_PATH db_rel "${PROJECT_SOURCE_DIR}" "${database}")
+    if(n_entries GREATER 0)
+      string(APPEND arrays "const KernelEntry entries_${db_index}[] = {\n${entries}};\n")
+      string(APPEND tables "    {\"${target}\", \"${db_rel}\", entries_${db_index}, ${n_entries}},\n")
+    else()
+      string(APPEND tables "    {\"${target}\", \"${db_rel}\", nullptr, 0},\n")
+    endif()
+    if(summary)
+      string(APPEND summary ",")
+    endif()
+    string(APPEND summary " ${n_kernels} for ${target}")
+    math(EXPR db_index "${db_index} + 1")
+  endforeach()
 
-  file(RELATIVE_PATH db_rel "${PROJECT_SOURCE_DIR}" "${ARG_DATABASE}")
   set(table "${CMAKE_CURRENT_BINARY_DIR}/${name}_table.cc")
+  list(JOIN targets ", " target_list)
   file(CONFIGURE OUTPUT "${table}" @ONLY CONTENT [[
-// The dispatch table of the linked kernels. Generated by cmake/MmtuneKernels.cmake from
-// @db_rel@ at configure time: do not edit.
+// The dispatch tables of the linked kernels, best level first (@target_list@). Generated by
+// cmake/MmtuneKernels.cmake from the tuning databases at configure time: do not edit.
 #include <type_traits>
 
 #include "runtime/src/kernel_table.h"
@@ -265,12 +309,16 @@ function(mmtune_add_kernels name)
 namespace mmtune::runtime {
 
 @checks@
-const KernelTable& linked_kernels() {
-  static const KernelEntry entries[] = {
-@entries@  };
-  static const KernelTable table{"@target@", "@db_rel@", entries,
-                                 entries[0].name ? sizeof(entries) / sizeof(entries[0]) : 0};
-  return table;
+namespace {
+
+@arrays@
+}  // namespace
+
+const LinkedTables& linked_tables() {
+  static const KernelTable tables[] = {
+@tables@  };
+  static const LinkedTables linked{tables, sizeof(tables) / sizeof(tables[0])};
+  return linked;
 }
 
 }  // namespace mmtune::runtime
@@ -281,11 +329,13 @@ const KernelTable& linked_kernels() {
   foreach(kernel IN LISTS libraries ITEMS ${runtime})
     get_target_property(imported ${kernel} IMPORTED)
     if(imported)
-      message(FATAL_ERROR "mmtune_add_kernels: ${target} is a cross target; the runtime builds host kernels")
+      message(FATAL_ERROR "mmtune_add_kernels: ${kernel} is built for a cross target; the runtime builds host kernels")
     endif()
     list(APPEND sources "${CMAKE_CURRENT_BINARY_DIR}/${kernel}${CMAKE_CXX_OUTPUT_EXTENSION}")
   endforeach()
   set(${ARG_OUT_SOURCES} "${sources}" PARENT_SCOPE)
-  list(LENGTH libraries n)
-  message(STATUS "mmtune: ${n} AOT kernels for ${target} from ${db_rel}")
+  if(ARG_OUT_TARGETS)
+    set(${ARG_OUT_TARGETS} "${targets}" PARENT_SCOPE)
+  endif()
+  message(STATUS "mmtune: ${name}: AOT kernels:${summary}")
 endfunction()

@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
     std::cerr << "invalid: " << e.what() << "\n";
     return 1;
   }
-  std::cout << "kernels of this installation: " << mmtune::runtime::kernel_target() << "\n";
+  std::cout << "kernels of this installation:";
+  for (const mmtune::runtime::KernelLevel& l : mmtune::runtime::kernel_levels())
+    std::cout << " " << l.target << (l.used ? "" : " (not used: " + l.why_unused + ")");
+  std::cout << "; calls use " << mmtune::runtime::kernel_target() << "\n";
   return ok ? 0 : 1;
 }

@@ -1,8 +1,8 @@
 // The runtime's entry points that are not one operator's adapter: the named entry point, threads,
-// and the list of linked kernels.
+// and what is linked and used (levels, kernels).
 #include "HalideRuntime.h"
 #include "mmtune/mmtune.h"
-#include "runtime/src/kernel_table.h"
+#include "runtime/src/dispatch.h"
 
 namespace mmtune {
 
@@ -26,18 +26,42 @@ Tensor run(std::string_view op_name, const NamedTensors& in, const Attributes& a
 }
 
 std::vector<KernelInfo> linked_kernel_infos() {
-  const KernelTable& table = linked_kernels();
   std::vector<KernelInfo> infos;
-  for (std::size_t i = 0; i < table.size; ++i) {
-    const KernelEntry& e = table.entries[i];
-    infos.push_back({e.name, e.op, e.generator, parse_params(e.identity), parse_params(e.schedule),
-                     e.bucket.to_string()});
+  for (const UsedGroup& u : used_groups()) {
+    for (const KernelEntry* e : u.group->entries) {
+      infos.push_back({e->name, e->op, e->generator, u.group->identity, parse_params(e->schedule),
+                       e->bucket.to_string(), u.level->table->target});
+    }
   }
   return infos;
 }
 
-std::string kernel_target() { return linked_kernels().target; }
-std::string kernel_database() { return linked_kernels().database; }
+std::vector<KernelLevel> kernel_levels() {
+  const std::vector<Level>& all = levels();
+  const std::size_t first = first_allowed_level();
+  std::vector<KernelLevel> out;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    KernelLevel l{all[i].table->target, all[i].table->database, all[i].table->size, true, ""};
+    if (i < first) {
+      l.used = false;
+      l.why_unused = "above the highest level allowed (MMTUNE_MAX_KERNEL_TARGET or "
+                     "set_max_kernel_target)";
+    } else if (all[i].cannot_run) {
+      l.used = false;
+      l.why_unused = *all[i].cannot_run;
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+std::string kernel_target() {
+  const std::vector<Level>& all = levels();
+  for (std::size_t i = first_allowed_level(); i < all.size(); ++i) {
+    if (!all[i].cannot_run) return all[i].table->target;
+  }
+  return "none";
+}
 
 }  // namespace runtime
 }  // namespace mmtune

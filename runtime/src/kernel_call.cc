@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "HalideRuntime.h"
+#include "runtime/src/dispatch.h"
 
 namespace mmtune {
 
@@ -87,14 +88,9 @@ void KernelCall::check(int rc) const {
 const KernelEntry* choose_kernel(const KernelIdentity& id, int64_t m, int64_t n, int64_t k,
                                  const std::vector<BufferShape>& buffers, DispatchInfo& info) {
   info.kernel = "reference";
-  const KernelTable& table = linked_kernels();
-  const Selection s = select_kernel(table, id.op, id.params, m, n, k);
+  const Selection s = select_linked(id.op, id.params, m, n, k);
   if (!s.kernel) {
     info.reason = s.reason;
-    return nullptr;
-  }
-  if (auto why = cpu_cannot_run(table.target)) {
-    info.reason = "kernel " + std::string(s.kernel->name) + " not run: " + *why;
     return nullptr;
   }
   for (const BufferShape& b : buffers) {

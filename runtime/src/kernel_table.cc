@@ -59,38 +59,66 @@ std::map<std::string, std::string> parse_params(const char* text) {
   return params;
 }
 
-Selection select_kernel(const KernelTable& table, const std::string& op,
-                        const std::map<std::string, std::string>& identity, int64_t m, int64_t n,
-                        int64_t k) {
+std::vector<IdentityGroup> group_by_identity(const KernelTable& table) {
+  std::vector<IdentityGroup> groups;
+  for (std::size_t i = 0; i < table.size; ++i) {
+    const KernelEntry& e = table.entries[i];
+    std::map<std::string, std::string> identity = parse_params(e.identity);
+    IdentityGroup* group = nullptr;
+    for (IdentityGroup& g : groups) {
+      if (g.op == e.op && g.identity == identity) group = &g;
+    }
+    if (!group) group = &groups.emplace_back(IdentityGroup{e.op, std::move(identity), {}});
+    group->entries.push_back(&e);
+  }
+  return groups;
+}
+
+const IdentityGroup* find_group(const std::vector<IdentityGroup>& groups, const std::string& op,
+                                const std::map<std::string, std::string>& identity) {
+  for (const IdentityGroup& g : groups) {
+    if (g.op == op && g.identity == identity) return &g;
+  }
+  return nullptr;
+}
+
+Selection select_in_group(const IdentityGroup& group, int64_t m, int64_t n, int64_t k) {
   Selection s;
   const KernelEntry* nearest = nullptr;
   double best = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < table.size; ++i) {
-    const KernelEntry& e = table.entries[i];
-    if (op != e.op || parse_params(e.identity) != identity) continue;
-    if (e.bucket.contains(m, n, k)) {
-      s.kernel = &e;
-      s.reason = "bucket " + e.bucket.to_string() + " contains M=" + std::to_string(m) +
+  for (const KernelEntry* e : group.entries) {
+    if (e->bucket.contains(m, n, k)) {
+      s.kernel = e;
+      s.reason = "bucket " + e->bucket.to_string() + " contains M=" + std::to_string(m) +
                  " N=" + std::to_string(n) + " K=" + std::to_string(k);
       return s;
     }
-    const double d = e.bucket.distance(m, n, k);
+    const double d = e->bucket.distance(m, n, k);
     if (d < best) {
       best = d;
-      nearest = &e;
+      nearest = e;
     }
   }
-  if (nearest) {
-    s.kernel = nearest;
-    s.reason = "no bucket contains M=" + std::to_string(m) + " N=" + std::to_string(n) +
-               " K=" + std::to_string(k) + "; nearest bucket " + nearest->bucket.to_string();
-    return s;
-  }
-  std::ostringstream why;
-  why << "no " << op << " kernel in this build (" << table.target << ") computes";
-  for (const auto& [key, value] : identity) why << " " << key << "=" << value;
-  s.reason = why.str();
+  s.kernel = nearest;
+  s.reason = "no bucket contains M=" + std::to_string(m) + " N=" + std::to_string(n) +
+             " K=" + std::to_string(k) + "; nearest bucket " + nearest->bucket.to_string();
   return s;
+}
+
+Selection select_kernel(const KernelTable& table, const std::string& op,
+                        const std::map<std::string, std::string>& identity, int64_t m, int64_t n,
+                        int64_t k) {
+  const std::vector<IdentityGroup> groups = group_by_identity(table);
+  if (const IdentityGroup* g = find_group(groups, op, identity)) return select_in_group(*g, m, n, k);
+  return {nullptr, no_kernel_reason(op, table.target, identity)};
+}
+
+std::string no_kernel_reason(const std::string& op, const std::string& targets,
+                             const std::map<std::string, std::string>& identity) {
+  std::ostringstream why;
+  why << "no " << op << " kernel in this build (" << targets << ") computes";
+  for (const auto& [key, value] : identity) why << " " << key << "=" << value;
+  return why.str();
 }
 
 }  // namespace mmtune::runtime

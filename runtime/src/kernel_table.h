@@ -1,5 +1,6 @@
-// The dispatch table the build generates (cmake/MmtuneKernels.cmake) from a tuning database: one
-// entry per linked AOT kernel, and the rule that picks one for a call.
+// The dispatch tables the build generates (cmake/MmtuneKernels.cmake) from tuning databases, one per
+// target level: one entry per linked AOT kernel, and the rule that picks one of a table for a call
+// (runtime/src/dispatch.h picks the level).
 #pragma once
 
 #include <cstddef>
@@ -63,11 +64,27 @@ struct KernelTable {
   std::size_t size;
 };
 
-// The table of the kernels linked into this build (generated source).
-const KernelTable& linked_kernels();
+// The tables of the kernels linked into this build, one per tuning database, best level first
+// (generated source).
+struct LinkedTables {
+  const KernelTable* tables;
+  std::size_t size;
+};
+const LinkedTables& linked_tables();
 
 // "k=v k=v" -> map.
 std::map<std::string, std::string> parse_params(const char* text);
+
+// The entries of a table that compute one identity, in table order (parsed once: dispatch compares
+// maps, never re-reads the table's text).
+struct IdentityGroup {
+  std::string op;
+  std::map<std::string, std::string> identity;
+  std::vector<const KernelEntry*> entries;
+};
+std::vector<IdentityGroup> group_by_identity(const KernelTable& table);
+const IdentityGroup* find_group(const std::vector<IdentityGroup>& groups, const std::string& op,
+                                const std::map<std::string, std::string>& identity);
 
 // Which kernel serves a call, and why.
 struct Selection {
@@ -75,12 +92,18 @@ struct Selection {
   std::string reason;
 };
 
-// The kernel of `op` whose identity equals `identity` and whose bucket contains (m, n, k), the
-// first in table order (databases list narrow buckets before wide ones); when only buckets that
-// miss the shape exist for the identity, the nearest of them (every kernel computes every shape
-// exactly; a bucket says where it is fast). nullptr when no kernel has the identity.
+// The kernel of `group` whose bucket contains (m, n, k), the first in table order (databases list
+// narrow buckets before wide ones); when only buckets that miss the shape exist, the nearest of
+// them (every kernel computes every shape exactly; a bucket says where it is fast).
+Selection select_in_group(const IdentityGroup& group, int64_t m, int64_t n, int64_t k);
+
+// The same over a whole table: nullptr (and why) when no kernel has the identity.
 Selection select_kernel(const KernelTable& table, const std::string& op,
                         const std::map<std::string, std::string>& identity, int64_t m, int64_t n,
                         int64_t k);
+
+// The no-kernel reason: "no <op> kernel in this build (<targets>) computes <identity>".
+std::string no_kernel_reason(const std::string& op, const std::string& targets,
+                             const std::map<std::string, std::string>& identity);
 
 }  // namespace mmtune::runtime

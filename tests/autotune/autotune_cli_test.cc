@@ -558,9 +558,27 @@ TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
   ASSERT_TRUE(by_impl.count("runtime")) << r.out;
   EXPECT_TRUE(by_impl.count("openblas")) << r.out;
   EXPECT_TRUE(by_impl.count("onednn")) << r.out;
-  // The JIT runs the runtime's schedule, so it is there exactly when the runtime has a kernel.
-  EXPECT_EQ(by_impl.count("halide") == 1, by_impl["runtime"].at("kernel") != "reference") << r.out;
+  // The JIT runs the runtime's schedule and `kernel` calls the runtime's kernel directly, so both
+  // are there exactly when the runtime has a kernel.
+  const bool has_kernel = by_impl["runtime"].at("kernel") != "reference";
+  EXPECT_EQ(by_impl.count("halide") == 1, has_kernel) << r.out;
+  EXPECT_EQ(by_impl.count("kernel") == 1, has_kernel) << r.out;
+  if (has_kernel) {
+    EXPECT_EQ(by_impl["kernel"].at("kernel"),
+              by_impl["runtime"].at("kernel").get<std::string>() + " (called directly)");
+  }
+  for (const auto& [impl, row] : by_impl) {
+    // Seconds per call and the rate are one figure: 2 M N K operations a call.
+    EXPECT_NEAR(row.at("seconds").get<double>() * row.at("rate").get<double>(), 2.0 * 16 * 64 * 64,
+                1.0)
+        << impl;
+  }
   EXPECT_EQ(rows.size(), by_impl.size());
+  const CliResult q_kernel =
+      run("bench --op QLinearMatMul:uint8,int8,uint8 --shape 4,32,48 --impl kernel");
+  EXPECT_EQ(q_kernel.exit_code, 1);
+  EXPECT_NE(q_kernel.err.find("--impl kernel: Gemm only so far"), std::string::npos)
+      << q_kernel.err;
 
   const CliResult q =
       run("bench --op QLinearMatMul:uint8,int8,uint8 --shape 4,32,48 --impl runtime,onednn "

@@ -3,7 +3,7 @@
 # it through find_package(mmtune): the installed headers must be self-contained (the consumer's
 # compile lines name no folder of the source or build tree), the program must not need libHalide,
 # and every call must match the reference (and run a linked kernel when the build has kernels).
-#   consumer_test.sh CMAKE NINJA BUILD_DIR SOURCE_DIR WORK_DIR KERNEL_TARGET
+#   consumer_test.sh CMAKE NINJA BUILD_DIR SOURCE_DIR WORK_DIR KERNELS (none: a build without kernels)
 set -euo pipefail
 cmake="$1" ninja="$2" build="$3" source="$4" work="$5" kernel_target="$6"
 rm -rf "$work"

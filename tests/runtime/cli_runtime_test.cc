@@ -155,6 +155,22 @@ TEST_F(CliImpl, ParamsErrors) {
   }
 }
 
+// A level cap naming no level of this build is the user's mistake: refused, naming the variable,
+// before anything is computed or written.
+TEST_F(CliImpl, AnUnknownMaxKernelTargetIsRefused) {
+  write_npy(path("A.npy"), Tensor::from<float>(DType::kFloat32, {1, 2}, {1, 2}));
+  write_npy(path("B.npy"), Tensor::from<float>(DType::kFloat32, {2, 1}, {3, 4}));
+  const CliResult r = sh("MMTUNE_MAX_KERNEL_TARGET=x86-64-linux-avx9 '" + testing::cli_path() +
+                         "' run --op Gemm --impl runtime --input A=" + path("A.npy") +
+                         " --input B=" + path("B.npy") + " --output " + path("y.npy"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("MMTUNE_MAX_KERNEL_TARGET='x86-64-linux-avx9' is not a kernel target of "
+                       "this build"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(path("y.npy")));
+}
+
 // The example program (runtime/examples/gemm_example.cc) is built next to the mmtune binary.
 TEST_F(CliImpl, AUserProgramLinksTheRuntimeWithoutLibHalide) {
   const std::string example =

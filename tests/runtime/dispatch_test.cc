@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -24,6 +25,7 @@
 #include "runtime/src/kernel_table.h"
 #include "schedules/schedule.h"
 #include "schedules/target_info.h"
+#include "tests/runtime/runtime_support.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
 
@@ -170,8 +172,7 @@ TEST(Fallback, IdentityWithoutKernelsTakesTheReference) {
   const Tensor y = runtime::run("QLinearMatMul", in, {}, &info);
   EXPECT_EQ(info.kernel, "reference");
   EXPECT_EQ(
-      info.reason.rfind(
-          "no QLinearMatMul kernel in this build (" + runtime::kernel_target() + ") computes", 0),
+      info.reason.rfind(testing::no_kernel_prefix("QLinearMatMul"), 0),
       0u)
       << info.reason;
   EXPECT_NE(info.reason.find("scale_type=float16"), std::string::npos) << info.reason;
@@ -227,12 +228,9 @@ TEST(Validation, MessagesAreTheReferences) {
 // ---- Halide runtime errors ----
 
 const KernelEntry* linked_f32_kernel() {
-  const KernelTable& t = runtime::linked_kernels();
-  for (std::size_t i = 0; i < t.size; ++i) {
-    if (std::string(t.entries[i].op) == "Gemm" &&
-        runtime::parse_params(t.entries[i].identity).at("A.type") == "float32") {
-      return &t.entries[i];
-    }
+  for (const KernelEntry* e : testing::used_entries()) {
+    if (std::string(e->op) == "Gemm" && runtime::parse_params(e->identity).at("A.type") == "float32")
+      return e;
   }
   return nullptr;
 }
@@ -243,7 +241,6 @@ const KernelEntry* linked_f32_kernel() {
 TEST(HalideErrors, MappedToKernelErrorNamingTheKernel) {
   const KernelEntry* k = linked_f32_kernel();
   if (!k) GTEST_SKIP() << "this build has no float32 Gemm kernel";
-  if (cpu_cannot_run(runtime::kernel_target())) GTEST_SKIP() << "this CPU cannot run the kernels";
   const Tensor a = f32({4, 4}, 1), b = f32({4, 4}, 1), c = f32({1, 1}, 1);
   Tensor y(DType::kFloat32, {4, 4});
   auto av = view(a, a.shape), bv = view(b, b.shape), cv = view(c, c.shape), yv = view(y, y.shape);
@@ -304,19 +301,125 @@ TEST(CpuCheck, TargetsThisCpuCannotConfirmAreRefused) {
   EXPECT_EQ(cpu_cannot_run("x86-64-linux-user_context-no_asserts"), std::nullopt);
   // Nor is a tuning hint (Halide's host target names the CPU model: tune_znver3).
   EXPECT_EQ(cpu_cannot_run("x86-64-linux-tune_znver3"), std::nullopt);
-  // The linked kernels' target runs here (CI machines have AVX2; the build chose the database
-  // from this host's features).
+  // The best level calls use runs here; a level not used says why.
   EXPECT_EQ(cpu_cannot_run(runtime::kernel_target()),
             runtime::kernel_target() == "none"
                 ? std::optional<std::string>("this build has no kernels")
                 : std::nullopt);
+  for (const runtime::KernelLevel& l : runtime::kernel_levels()) {
+    EXPECT_EQ(l.used, l.why_unused.empty()) << l.target;
+    if (!l.used && l.why_unused.rfind("above the highest level", 0) != 0) {
+      EXPECT_EQ(cpu_cannot_run(l.target), l.why_unused) << l.target;
+    }
+  }
+}
+
+// ---- Levels: one library, the best level this CPU runs ----
+
+// Restores the level cap a test changed (the suites run with MMTUNE_MAX_KERNEL_TARGET per level).
+class LevelCap {
+ public:
+  explicit LevelCap(const std::string& target) : previous_(runtime::set_max_kernel_target(target)) {}
+  ~LevelCap() { runtime::set_max_kernel_target(previous_); }
+  LevelCap(const LevelCap&) = delete;
+  LevelCap& operator=(const LevelCap&) = delete;
+
+ private:
+  std::string previous_;
+};
+
+// A float32 Gemm call (strict contract), and which kernel ran.
+DispatchInfo f32_gemm_info() {
+  const Tensor a = f32({20, 30}, 1), b = f32({30, 40}, 2);
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  DispatchInfo info;
+  EXPECT_TRUE(testing::bit_equal(gemm(args), runtime::gemm(args, &info))) << info.kernel;
+  return info;
+}
+
+TEST(Levels, TheBestLevelThisCpuRunsIsUsedAndEveryOtherSaysWhyNot) {
+  const std::vector<runtime::KernelLevel> levels = runtime::kernel_levels();
+  ASSERT_FALSE(levels.empty());
+  const char* env = std::getenv("MMTUNE_MAX_KERNEL_TARGET");
+  const std::string cap = env ? env : "";
+  bool seen_cap = cap.empty();
+  std::string first_used;
+  for (const runtime::KernelLevel& l : levels) {
+    seen_cap |= l.target == cap;
+    // Above the cap: unused, saying so; at or below it: used exactly when this CPU runs it.
+    if (!seen_cap) {
+      EXPECT_FALSE(l.used) << l.target;
+      EXPECT_EQ(l.why_unused.rfind("above the highest level allowed", 0), 0u) << l.why_unused;
+      continue;
+    }
+    EXPECT_EQ(l.used, !cpu_cannot_run(l.target).has_value()) << l.target;
+    if (l.used && first_used.empty()) first_used = l.target;
+  }
+  EXPECT_EQ(runtime::kernel_target(), first_used.empty() ? "none" : first_used);
+  // Every kernel calls can reach belongs to a used level.
+  for (const runtime::KernelInfo& k : runtime::linked_kernel_infos())
+    EXPECT_EQ(cpu_cannot_run(k.target), std::nullopt) << k.name << " " << k.target;
+}
+
+TEST(Levels, EachUsableLevelServesCallsWhenCappedAndNoneMeansTheReference) {
+  int runnable = 0;
+  const std::vector<runtime::KernelLevel> levels = runtime::kernel_levels();
+  auto rank = [&](const std::string& target) {
+    for (std::size_t i = 0; i < levels.size(); ++i)
+      if (levels[i].target == target) return static_cast<int>(i);
+    return -1;
+  };
+  for (const runtime::KernelLevel& l : levels) {
+    if (l.target == "none" || cpu_cannot_run(l.target)) continue;
+    ++runnable;
+    const LevelCap cap(l.target);
+    EXPECT_EQ(runtime::kernel_target(), l.target);
+    // Capped here: this level's kernels and those of lower levels (for identities it lacks).
+    for (const runtime::KernelInfo& k : runtime::linked_kernel_infos())
+      EXPECT_GE(rank(k.target), rank(l.target)) << k.name << " of " << k.target;
+    const DispatchInfo info = f32_gemm_info();
+    bool level_has_f32 = false;
+    for (const runtime::KernelInfo& k : runtime::linked_kernel_infos())
+      level_has_f32 |= k.target == l.target && k.op == "Gemm" &&
+                       k.identity.at("A.type") == "float32" && k.identity.at("contract") == "strict";
+    if (level_has_f32) {
+      EXPECT_TRUE(info.used_kernel()) << info.reason;
+      EXPECT_NE(info.reason.find("(level " + l.target + ")"), std::string::npos) << info.reason;
+    }
+  }
+  {
+    const LevelCap none("none");
+    EXPECT_EQ(runtime::kernel_target(), "none");
+    EXPECT_TRUE(runtime::linked_kernel_infos().empty());
+    const DispatchInfo info = f32_gemm_info();
+    EXPECT_EQ(info.kernel, "reference");
+    EXPECT_EQ(info.reason.rfind("no Gemm kernel in this build (none) computes", 0), 0u)
+        << info.reason;
+  }
+  std::cout << "[levels] " << runnable << " level(s) this CPU runs served a capped call\n";
+}
+
+TEST(Levels, AnUnknownCapIsRefusedNamingTheLinkedLevels) {
+  const std::string before = runtime::kernel_target();
+  const std::string msg = error_of([] { runtime::set_max_kernel_target("x86-64-linux-avx9"); });
+  EXPECT_EQ(msg.rfind("mmtune::runtime::set_max_kernel_target: target='x86-64-linux-avx9' is not a "
+                      "kernel target of this build; expected one of:",
+                      0),
+            0u)
+      << msg;
+  for (const runtime::KernelLevel& l : runtime::kernel_levels())
+    EXPECT_NE(msg.find(" " + l.target), std::string::npos) << msg;
+  // Refused without effect: calls still use what they used.
+  EXPECT_EQ(runtime::kernel_target(), before);
 }
 
 // ---- Names (docs/naming.md) ----
 
 TEST(Naming, LinkedKernelsFollowTheGrammar) {
   for (const auto& k : runtime::linked_kernel_infos()) {
-    EXPECT_EQ(k.name, kernel_name(k.op, k.identity, k.schedule, runtime::kernel_target()))
+    EXPECT_EQ(k.name, kernel_name(k.op, k.identity, k.schedule, k.target))
         << k.name;
   }
   EXPECT_EQ(dtype_code("bfloat16"), "bf16");

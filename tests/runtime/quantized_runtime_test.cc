@@ -175,9 +175,12 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
   const float alphas[] = {1.0f, 0.75f, -1.5f, 2.0f};
   int64_t cases = 0;
   int combo = 0;
+  // Each shape's M moved into the kernel's bucket, so that this kernel is the one that serves it.
+  const runtime::Bucket bucket = testing::bucket_of(kernel.name);
   for (const auto& s : testing::matmul_shapes(rows, cols)) {
     if (s.k == 0) continue;  // the reference's: QuantizedFallback below
-    const int64_t m = s.m, n = s.n, k = s.k;
+    const int64_t m = testing::clamp_to(s.m, std::max<int64_t>(bucket.m_min, 1), bucket.m_max);
+    const int64_t n = s.n, k = s.k;
     // Every layout on each shape; C kind, per-column parameters, alpha and y_scale rotating.
     for (int layout = 0; layout < 4; ++layout, ++combo) {
       QGemmArgs args;
@@ -253,8 +256,11 @@ TEST_P(QuantMatmulDequantRuntime, ShippedKernelIsBitExact) {
   std::mt19937_64 rng(seed);
   int64_t cases = 0;
   int combo = 0;
+  // Each shape's M moved into the kernel's bucket, so that this kernel is the one that serves it.
+  const runtime::Bucket bucket = testing::bucket_of(kernel.name);
   for (const auto& s : testing::matmul_shapes(rows, cols)) {
-    const int64_t m = s.m, n = s.n, k = s.k;
+    const int64_t m = testing::clamp_to(s.m, std::max<int64_t>(bucket.m_min, 1), bucket.m_max);
+    const int64_t n = s.n, k = s.k;
     // Bias or not x both weight layouts on each shape (K = 0 included: the kernel computes it).
     for (int variant = 0; variant < 4; ++variant, ++combo) {
       const bool bias = variant & 1, transpose = !(variant & 2);
@@ -385,8 +391,7 @@ TEST(QuantizedFallback, EmptySumAndEmptyOutputTakeTheReference) {
 // the identity the call needed.
 TEST(QuantizedFallback, IdentitiesWithoutKernelsTakeTheReference) {
   std::mt19937_64 rng(testing::variant_seed() + 1);
-  const std::string prefix =
-      "no QLinearMatMul kernel in this build (" + runtime::kernel_target() + ") computes";
+  const std::string prefix = testing::no_kernel_prefix("QLinearMatMul");
   DispatchInfo info;
   // float16 scales (no _f16scale kernel shipped), and a type tuple without a kernel.
   for (const auto& [in, needs] : std::vector<std::pair<QlmInputs, std::string>>{
@@ -414,10 +419,7 @@ TEST(QuantizedFallback, IdentitiesWithoutKernelsTakeTheReference) {
   d.x_scale = &xs;
   const Tensor y = runtime::quant_matmul_dequant(d, &info);
   EXPECT_EQ(info.kernel, "reference");
-  EXPECT_EQ(info.reason.rfind("no QuantMatmulDequant kernel in this build (" +
-                                  runtime::kernel_target() + ") computes",
-                              0),
-            0u)
+  EXPECT_EQ(info.reason.rfind(testing::no_kernel_prefix("QuantMatmulDequant"), 0), 0u)
       << info.reason;
   EXPECT_NE(info.reason.find("dynamic=false"), std::string::npos) << info.reason;
   EXPECT_TRUE(testing::bit_equal(quant_matmul_dequant(d), y, "static per-token"));

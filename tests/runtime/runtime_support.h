@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "mmtune/mmtune.h"
 #include "runtime/src/kernel_table.h"
@@ -13,8 +14,16 @@ namespace mmtune::testing {
 // Rows and columns of a linked kernel's output tile (shapes are drawn relative to it).
 std::pair<int, int> tile_of(const runtime::KernelInfo& k);
 
-// The bucket of a linked kernel (its first, when it serves several), from the generated table.
+// The bucket of a kernel calls can run (its first, when it serves several), from the generated
+// tables.
 runtime::Bucket bucket_of(const std::string& name);
+
+// The table entries calls can run now (runtime/src/dispatch.h, used_groups).
+std::vector<const runtime::KernelEntry*> used_entries();
+
+// "no <op> kernel in this build (<the targets calls use>) computes": how a call's reason starts when
+// no used level has a kernel of its identity.
+std::string no_kernel_prefix(const std::string& op);
 
 // x moved into [lo, hi] (hi < 0: no upper bound).
 int64_t clamp_to(int64_t x, int64_t lo, int64_t hi);

@@ -4,11 +4,13 @@
 //
 // Every call validates exactly as the reference does (same InvalidArgument messages), then runs the
 // linked kernel whose identity (operator, dtypes, mode, ...) matches the call and whose shape
-// bucket contains (M, N, K) (or the nearest bucket of that identity); when no kernel may run, the
-// reference implementation computes the result: slower, never different. DispatchInfo says which
-// ran and why.
+// bucket contains (M, N, K) (or the nearest bucket of that identity), from the best level of
+// kernels (x86-64 feature level) this CPU runs; when no kernel may run, the reference
+// implementation computes the result: slower, never different. DispatchInfo says which ran and
+// why.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <string_view>
@@ -61,7 +63,28 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
 Tensor run(std::string_view op, const NamedTensors& inputs, const Attributes& attrs,
            DispatchInfo* info = nullptr);
 
-// The kernels linked into this build.
+// The levels of kernels linked into this build, best first: one per tuning database (e.g.
+// x86-64-linux-avx2-fma-f16c, then x86-64-linux-sse41). Once per process every level's target is
+// checked against the CPU; a call runs a kernel of the highest level allowed that this CPU runs
+// and that has one for the call's identity (else the next level, else the reference).
+struct KernelLevel {
+  std::string target;      // Halide target of its kernels, or "none"
+  std::string database;    // the tuning database it came from
+  std::size_t entries;     // dispatch entries (a kernel serving several buckets has one each)
+  bool used;               // calls may run its kernels
+  std::string why_unused;  // why not: this CPU lacks a feature, or a lower maximum was chosen
+};
+std::vector<KernelLevel> kernel_levels();
+
+// The highest level calls may use: a target of kernel_levels(), "none" (every call runs the
+// reference) or "" (the default: the best this CPU runs). The environment variable
+// MMTUNE_MAX_KERNEL_TARGET sets it for a process (a value naming no level makes calls throw
+// InvalidArgument, saying so, until this is called). A level this CPU cannot run is accepted: calls
+// take the next one. Returns the previous setting; throws InvalidArgument for a target not linked.
+std::string set_max_kernel_target(const std::string& target);
+
+// The kernels calls can run now (the used levels; an identity only at the highest level that has
+// it), with the level each belongs to.
 struct KernelInfo {
   std::string name;                             // docs/naming.md
   std::string op;                               // ONNX operator name
@@ -69,12 +92,11 @@ struct KernelInfo {
   std::map<std::string, std::string> identity;  // generator params defining what it computes
   std::map<std::string, std::string> schedule;  // generator params of its schedule
   std::string bucket;                           // "any", "m 1..3", "m 4.."
+  std::string target;                           // Halide target of its level
 };
 std::vector<KernelInfo> linked_kernel_infos();
-// Halide target of the linked kernels ("none" when the build has none) and the database they came
-// from.
+// The best level calls use ("none" when they use none).
 std::string kernel_target();
-std::string kernel_database();
 
 }  // namespace runtime
 }  // namespace mmtune

@@ -1,0 +1,48 @@
+// Which level of the linked kernels a process uses. The build links one table per target level
+// (e.g. AVX2 and SSE4.1), best first; once per process the CPU is checked against every level's
+// target and each table's identities are parsed. A call then takes, from the highest level
+// allowed (MMTUNE_MAX_KERNEL_TARGET or set_max_kernel_target, else the best), the first level this
+// CPU runs that has a kernel of the call's identity; with none, the reference computes it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/src/kernel_table.h"
+
+namespace mmtune::runtime {
+
+struct Level {
+  const KernelTable* table;
+  std::optional<std::string> cannot_run;  // why this CPU cannot run the level's kernels
+  std::vector<IdentityGroup> groups;
+};
+
+// Every linked level, best first (parsed and checked against the CPU once).
+const std::vector<Level>& levels();
+
+// The index of the highest level calls may use (levels().size(): none, the reference only).
+// Throws InvalidArgument when MMTUNE_MAX_KERNEL_TARGET names no level of this build.
+std::size_t first_allowed_level();
+
+// The kernel the levels from first_allowed_level() down choose for (op, identity, m, n, k).
+Selection select_linked(const std::string& op, const std::map<std::string, std::string>& identity,
+                        int64_t m, int64_t n, int64_t k);
+
+// The identities calls can run now, each at the highest used level (allowed, runnable here) that
+// has it, in level then table order.
+struct UsedGroup {
+  const Level* level;
+  const IdentityGroup* group;
+};
+std::vector<UsedGroup> used_groups();
+
+// The targets of the levels calls use (allowed and runnable here), best first, ", "-joined;
+// "none" when there are none.
+std::string used_targets_text();
+
+}  // namespace mmtune::runtime
