@@ -255,7 +255,8 @@ Examples:
     if (shapes.empty()) invalid("bench", "no shapes: give --shape M,N,K or --shapes FILE");
     for (const std::string& i : o->impls) {
       if (i != "all" && std::find(kImpls.begin(), kImpls.end(), i) == kImpls.end()) {
-        invalid("bench", "--impl '", i, "' is not runtime, kernel, halide, openblas, onednn or all");
+        invalid("bench", "--impl '", i,
+                "' is not runtime, kernel, halide, openblas, onednn or all");
       }
     }
     const bool all = std::find(o->impls.begin(), o->impls.end(), "all") != o->impls.end();

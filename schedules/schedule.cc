@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <set>
+#include <type_traits>
 
 namespace mmtune::schedules {
 namespace {
@@ -170,6 +171,22 @@ Schedule default_schedule(const TargetInfo& t, Accumulator acc) {
   Schedule::Params p = template_by_name(default_template(t));
   std::visit([&](auto& params) { params = std::decay_t<decltype(params)>::defaults(t, acc); }, p);
   return Schedule(p);
+}
+
+std::vector<Schedule> shape_seeds(const TargetInfo& t, Accumulator acc, int64_t m) {
+  std::vector<Schedule> seeds;
+  if (m > 4) return seeds;
+  Schedule::Params p = template_by_name(default_template(t));
+  std::visit(
+      [&](const auto& params) {
+        using P = std::decay_t<decltype(params)>;
+        if constexpr (std::is_same_v<P, CpuMatmulParams>) {
+          for (const CpuMatmulParams& g : CpuMatmulParams::gemv_forms(t, acc))
+            seeds.emplace_back(Schedule::Params(g));
+        }
+      },
+      p);
+  return seeds;
 }
 
 Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulator acc,

@@ -83,6 +83,11 @@ std::string default_template(const TargetInfo& t);
 // That template's defaults for `t` and `acc`.
 Schedule default_schedule(const TargetInfo& t, Accumulator acc);
 
+// Schedules worth measuring first at a bucket whose products have `m` rows, beyond the defaults:
+// for M <= 4 the template's GEMV forms (cpu_matmul: CpuMatmulParams::gemv_forms), which a short
+// random walk rarely assembles (four knobs must agree); empty elsewhere.
+std::vector<Schedule> shape_seeds(const TargetInfo& t, Accumulator acc, int64_t m);
+
 // The search space: a uniform draw of valid parameters of `template_name` for `t` and `acc`
 // (rejection sampling against validate()). InvalidArgument when the template does not fit `t`.
 Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulator acc,

@@ -44,8 +44,9 @@ std::vector<KernelLevel> kernel_levels() {
     KernelLevel l{all[i].table->target, all[i].table->database, all[i].table->size, true, ""};
     if (i < first) {
       l.used = false;
-      l.why_unused = "above the highest level allowed (MMTUNE_MAX_KERNEL_TARGET or "
-                     "set_max_kernel_target)";
+      l.why_unused =
+          "above the highest level allowed (MMTUNE_MAX_KERNEL_TARGET or "
+          "set_max_kernel_target)";
     } else if (all[i].cannot_run) {
       l.used = false;
       l.why_unused = *all[i].cannot_run;

@@ -65,7 +65,8 @@ const std::vector<Level>& levels() { return state().levels; }
 
 std::size_t first_allowed_level() {
   const State& s = state();
-  if (s.env_error && !s.env_replaced.load(std::memory_order_relaxed)) throw InvalidArgument("mmtune runtime: " + *s.env_error);
+  if (s.env_error && !s.env_replaced.load(std::memory_order_relaxed))
+    throw InvalidArgument("mmtune runtime: " + *s.env_error);
   return s.first.load(std::memory_order_relaxed);
 }
 
@@ -79,8 +80,8 @@ Selection select_linked(const std::string& op, const std::map<std::string, std::
     if (!g) continue;
     if (level.cannot_run) {
       if (unrunnable.reason.empty())
-        unrunnable.reason = "kernel " + std::string(g->entries.front()->name) +
-                            " not run: " + *level.cannot_run;
+        unrunnable.reason =
+            "kernel " + std::string(g->entries.front()->name) + " not run: " + *level.cannot_run;
       continue;
     }
     Selection s = select_in_group(*g, m, n, k);
@@ -119,9 +120,10 @@ std::string used_targets_text() {
 
 std::string set_max_kernel_target(const std::string& target) {
   State& s = state();
-  std::optional<std::size_t> index = target.empty() ? std::optional<std::size_t>(0)
-                                                     : s.level_index(target);
-  if (!index) invalid("mmtune::runtime::set_max_kernel_target", "target='", target, "' ", s.not_a_level());
+  std::optional<std::size_t> index =
+      target.empty() ? std::optional<std::size_t>(0) : s.level_index(target);
+  if (!index)
+    invalid("mmtune::runtime::set_max_kernel_target", "target='", target, "' ", s.not_a_level());
   const std::size_t previous = s.first.exchange(*index);
   s.env_replaced = true;
   if (previous == 0) return "";

@@ -109,7 +109,8 @@ Selection select_kernel(const KernelTable& table, const std::string& op,
                         const std::map<std::string, std::string>& identity, int64_t m, int64_t n,
                         int64_t k) {
   const std::vector<IdentityGroup> groups = group_by_identity(table);
-  if (const IdentityGroup* g = find_group(groups, op, identity)) return select_in_group(*g, m, n, k);
+  if (const IdentityGroup* g = find_group(groups, op, identity))
+    return select_in_group(*g, m, n, k);
   return {nullptr, no_kernel_reason(op, table.target, identity)};
 }
 

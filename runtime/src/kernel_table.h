@@ -1,6 +1,6 @@
-// The dispatch tables the build generates (cmake/MmtuneKernels.cmake) from tuning databases, one per
-// target level: one entry per linked AOT kernel, and the rule that picks one of a table for a call
-// (runtime/src/dispatch.h picks the level).
+// The dispatch tables the build generates (cmake/MmtuneKernels.cmake) from tuning databases, one
+// per target level: one entry per linked AOT kernel, and the rule that picks one of a table for a
+// call (runtime/src/dispatch.h picks the level).
 #pragma once
 
 #include <cstddef>

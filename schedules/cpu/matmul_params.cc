@@ -72,6 +72,26 @@ CpuMatmulParams CpuMatmulParams::defaults(const TargetInfo& t, Accumulator acc) 
   return p;
 }
 
+std::vector<CpuMatmulParams> CpuMatmulParams::gemv_forms(const TargetInfo& t, Accumulator acc) {
+  std::vector<CpuMatmulParams> forms;
+  for (bool parallel : {true, false}) {
+    CpuMatmulParams p = knobs().defaults();
+    p.tile_rows = 2;
+    p.tile_vectors = 4;
+    p.k_unroll = 1;
+    p.n_block = 1024;
+    p.pack_b = false;
+    p.parallel = parallel;
+    p.k_group = 1;
+    p.m_block = 2;
+    p.specialize_tails = true;
+    p.k_block = 4;
+    p.fit_draw(t, acc);
+    if (!p.validate(t, acc)) forms.push_back(p);
+  }
+  return forms;
+}
+
 void CpuMatmulParams::fit_draw(const TargetInfo& t, Accumulator acc) {
   // A strip holds whole tiles, a row block whole tile rows: round the drawn blocks up.
   if (n_block) {

@@ -171,10 +171,7 @@ TEST(Fallback, IdentityWithoutKernelsTakesTheReference) {
   DispatchInfo info;
   const Tensor y = runtime::run("QLinearMatMul", in, {}, &info);
   EXPECT_EQ(info.kernel, "reference");
-  EXPECT_EQ(
-      info.reason.rfind(testing::no_kernel_prefix("QLinearMatMul"), 0),
-      0u)
-      << info.reason;
+  EXPECT_EQ(info.reason.rfind(testing::no_kernel_prefix("QLinearMatMul"), 0), 0u) << info.reason;
   EXPECT_NE(info.reason.find("scale_type=float16"), std::string::npos) << info.reason;
   EXPECT_TRUE(testing::bit_equal(run_reference("QLinearMatMul", in, {}), y));
 }
@@ -229,7 +226,8 @@ TEST(Validation, MessagesAreTheReferences) {
 
 const KernelEntry* linked_f32_kernel() {
   for (const KernelEntry* e : testing::used_entries()) {
-    if (std::string(e->op) == "Gemm" && runtime::parse_params(e->identity).at("A.type") == "float32")
+    if (std::string(e->op) == "Gemm" &&
+        runtime::parse_params(e->identity).at("A.type") == "float32")
       return e;
   }
   return nullptr;
@@ -319,7 +317,8 @@ TEST(CpuCheck, TargetsThisCpuCannotConfirmAreRefused) {
 // Restores the level cap a test changed (the suites run with MMTUNE_MAX_KERNEL_TARGET per level).
 class LevelCap {
  public:
-  explicit LevelCap(const std::string& target) : previous_(runtime::set_max_kernel_target(target)) {}
+  explicit LevelCap(const std::string& target)
+      : previous_(runtime::set_max_kernel_target(target)) {}
   ~LevelCap() { runtime::set_max_kernel_target(previous_); }
   LevelCap(const LevelCap&) = delete;
   LevelCap& operator=(const LevelCap&) = delete;
@@ -383,7 +382,8 @@ TEST(Levels, EachUsableLevelServesCallsWhenCappedAndNoneMeansTheReference) {
     bool level_has_f32 = false;
     for (const runtime::KernelInfo& k : runtime::linked_kernel_infos())
       level_has_f32 |= k.target == l.target && k.op == "Gemm" &&
-                       k.identity.at("A.type") == "float32" && k.identity.at("contract") == "strict";
+                       k.identity.at("A.type") == "float32" &&
+                       k.identity.at("contract") == "strict";
     if (level_has_f32) {
       EXPECT_TRUE(info.used_kernel()) << info.reason;
       EXPECT_NE(info.reason.find("(level " + l.target + ")"), std::string::npos) << info.reason;
@@ -419,8 +419,7 @@ TEST(Levels, AnUnknownCapIsRefusedNamingTheLinkedLevels) {
 
 TEST(Naming, LinkedKernelsFollowTheGrammar) {
   for (const auto& k : runtime::linked_kernel_infos()) {
-    EXPECT_EQ(k.name, kernel_name(k.op, k.identity, k.schedule, k.target))
-        << k.name;
+    EXPECT_EQ(k.name, kernel_name(k.op, k.identity, k.schedule, k.target)) << k.name;
   }
   EXPECT_EQ(dtype_code("bfloat16"), "bf16");
   EXPECT_EQ(dtype_code("int8"), "s8");

@@ -21,8 +21,8 @@ runtime::Bucket bucket_of(const std::string& name);
 // The table entries calls can run now (runtime/src/dispatch.h, used_groups).
 std::vector<const runtime::KernelEntry*> used_entries();
 
-// "no <op> kernel in this build (<the targets calls use>) computes": how a call's reason starts when
-// no used level has a kernel of its identity.
+// "no <op> kernel in this build (<the targets calls use>) computes": how a call's reason starts
+// when no used level has a kernel of its identity.
 std::string no_kernel_prefix(const std::string& op);
 
 // x moved into [lo, hi] (hi < 0: no upper bound).

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "Halide.h"
 #include "autotune/halide_ops.h"
 #include "autotune/kernel_key.h"
+#include "runtime/host/cpu_features.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
 
@@ -254,6 +256,62 @@ TEST(Seam, TheGeneratorRefusesAScheduleThatDoesNotFit) {
     }
     EXPECT_NE(message.find(c.message), std::string::npos) << c.target << ": " << message;
   }
+}
+
+}  // namespace
+}  // namespace mmtune
+
+namespace mmtune {
+namespace {
+
+// The GEMV forms the search seeds small-M buckets with: valid where offered, K in blocks with one
+// tile row per block (B streamed once), only at M <= 4, and bit-exact through the JIT on ragged
+// small-M products (float32 under both contracts, int32), on every x86 target this CPU runs.
+TEST(ShapeSeeds, GemvFormsAtSmallMAreValidAndBitExact) {
+  std::mt19937_64 rng(testing::variant_seed());
+  int ran = 0;
+  for (const char* target : {"x86-64-linux-avx2-fma-f16c", "x86-64-linux-sse41"}) {
+    const TargetInfo t = schedules::target_info(target);
+    for (const Accumulator acc : {Accumulator{32, false}, Accumulator{32, true}}) {
+      const std::vector<Schedule> seeds = schedules::shape_seeds(t, acc, 1);
+      ASSERT_FALSE(seeds.empty()) << target;
+      EXPECT_TRUE(schedules::shape_seeds(t, acc, 5).empty());
+      for (const Schedule& s : seeds) {
+        EXPECT_EQ(s.validate(t, acc), std::nullopt);
+        const auto& p = std::get<CpuMatmulParams>(s.params());
+        EXPECT_GT(p.k_block, 0);
+        EXPECT_EQ(p.m_block, p.tile_rows);
+      }
+    }
+    if (cpu_cannot_run(target)) continue;
+    for (const Schedule& s : schedules::shape_seeds(t, {32, false}, 1)) {
+      for (const auto& [m, n, k] :
+           std::vector<std::array<int64_t, 3>>{{1, 300, 77}, {3, 1030, 130}}) {
+        for (const char* type : {"float32", "int32"}) {
+          const DType dt = *dtype_from_name(type);
+          const Tensor a = testing::random_tensor(dt, {m, k}, rng, -100, 100);
+          const Tensor b = testing::random_tensor(dt, {k, n}, rng, -100, 100);
+          GemmArgs args;
+          args.a = &a;
+          args.b = &b;
+          for (FloatContract c : {FloatContract::kStrict, FloatContract::kFma}) {
+            if (dt == DType::kInt32 && c == FloatContract::kFma) continue;
+            if (c == FloatContract::kFma && std::string(target).find("fma") == std::string::npos)
+              continue;
+            args.contract = c;
+            HalideVariant v;
+            v.schedule = s;
+            v.target = target;
+            EXPECT_TRUE(testing::bit_equal(
+                gemm(args), gemm_halide(args, v),
+                std::string(target) + " " + type + " " + nlohmann::json(s).dump()));
+            ++ran;
+          }
+        }
+      }
+    }
+  }
+  std::cout << "[schedule] " << ran << " GEMV-form products bit-exact through the JIT\n";
 }
 
 }  // namespace
