@@ -4,17 +4,24 @@
 include_guard(GLOBAL)
 
 # The shipped databases of the build machine's architecture, best first (the order in which the
-# runtime tries them on the CPU it runs on: cmake/MmtuneKernels.cmake, runtime/src/dispatch.cc):
-# every x86-64 level tuned/ holds, whatever the build machine's own CPU (a level its CPU lacks is
-# compiled, not run); none for cross builds or other architectures.
+# runtime tries them on the CPU it runs on: runtime/src/dispatch.cc): every x86-64 level tuned/
+# holds, whatever the build machine's own CPU (a level its CPU lacks is compiled, not run); none
+# for cross builds or other architectures.
 function(mmtune_shipped_kernel_targets out_var)
   set(targets "")
   if(NOT CMAKE_CROSSCOMPILING AND CMAKE_HOST_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
-    foreach(t IN ITEMS x86-64-linux-avx512_zen4 x86-64-linux-avx512_sapphirerapids
-                       x86-64-linux-avx2-fma-f16c x86-64-linux-sse41)
-      if(EXISTS "${PROJECT_SOURCE_DIR}/tuned/${t}.json")
-        list(APPEND targets "${t}")
-      endif()
+    # Every tuned/x86-64-linux-*.json, AVX-512 levels first, then AVX2, then the rest (SSE4.1).
+    file(GLOB dbs RELATIVE "${PROJECT_SOURCE_DIR}/tuned" "${PROJECT_SOURCE_DIR}/tuned/x86-64-linux-*.json")
+    list(SORT dbs)
+    foreach(rank IN ITEMS avx512 avx2 other)
+      foreach(db IN LISTS dbs)
+        string(REGEX REPLACE "\\.json$" "" t "${db}")
+        if((rank STREQUAL "avx512" AND t MATCHES "avx512")
+           OR (rank STREQUAL "avx2" AND t MATCHES "avx2" AND NOT t MATCHES "avx512")
+           OR (rank STREQUAL "other" AND NOT t MATCHES "avx2|avx512"))
+          list(APPEND targets "${t}")
+        endif()
+      endforeach()
     endforeach()
   endif()
   if(NOT targets)

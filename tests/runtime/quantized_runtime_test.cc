@@ -119,8 +119,12 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
     const bool matrix = c.a.size() == 2 && c.b.size() == 2;
     if (matrix) {
       const int64_t m = testing::clamp_to(c.a[0], std::max<int64_t>(bucket.m_min, 1), bucket.m_max);
+      const int64_t k = testing::clamp_to(c.a[1], std::max<int64_t>(bucket.k_min, 1), bucket.k_max);
+      const int64_t n = testing::clamp_to(c.b[1], std::max<int64_t>(bucket.n_min, 1), bucket.n_max);
       if (c.a_param.size() == 2 && c.a_param[0] == c.a[0]) c.a_param[0] = m;
-      c.a[0] = m;
+      if (!c.b_param.empty() && c.b_param.back() == c.b[1]) c.b_param.back() = n;
+      c.a = {m, k};
+      c.b = {k, n};
     }
     const testing::QlmInputs in =
         testing::make_qlinear_matmul_inputs(ta, tb, ty, DType::kFloat32, c, rng);
@@ -175,12 +179,13 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
   const float alphas[] = {1.0f, 0.75f, -1.5f, 2.0f};
   int64_t cases = 0;
   int combo = 0;
-  // Each shape's M moved into the kernel's bucket, so that this kernel is the one that serves it.
+  // Each shape moved into the kernel's bucket, so that this kernel is the one that serves it.
   const runtime::Bucket bucket = testing::bucket_of(kernel.name);
   for (const auto& s : testing::matmul_shapes(rows, cols)) {
     if (s.k == 0) continue;  // the reference's: QuantizedFallback below
     const int64_t m = testing::clamp_to(s.m, std::max<int64_t>(bucket.m_min, 1), bucket.m_max);
-    const int64_t n = s.n, k = s.k;
+    const int64_t n = testing::clamp_to(s.n, std::max<int64_t>(bucket.n_min, 1), bucket.n_max);
+    const int64_t k = testing::clamp_to(s.k, bucket.k_min, bucket.k_max);
     // Every layout on each shape; C kind, per-column parameters, alpha and y_scale rotating.
     for (int layout = 0; layout < 4; ++layout, ++combo) {
       QGemmArgs args;
@@ -256,11 +261,12 @@ TEST_P(QuantMatmulDequantRuntime, ShippedKernelIsBitExact) {
   std::mt19937_64 rng(seed);
   int64_t cases = 0;
   int combo = 0;
-  // Each shape's M moved into the kernel's bucket, so that this kernel is the one that serves it.
+  // Each shape moved into the kernel's bucket, so that this kernel is the one that serves it.
   const runtime::Bucket bucket = testing::bucket_of(kernel.name);
   for (const auto& s : testing::matmul_shapes(rows, cols)) {
     const int64_t m = testing::clamp_to(s.m, std::max<int64_t>(bucket.m_min, 1), bucket.m_max);
-    const int64_t n = s.n, k = s.k;
+    const int64_t n = testing::clamp_to(s.n, std::max<int64_t>(bucket.n_min, 1), bucket.n_max);
+    const int64_t k = testing::clamp_to(s.k, bucket.k_min, bucket.k_max);
     // Bias or not x both weight layouts on each shape (K = 0 included: the kernel computes it).
     for (int variant = 0; variant < 4; ++variant, ++combo) {
       const bool bias = variant & 1, transpose = !(variant & 2);
