@@ -235,14 +235,14 @@ std::vector<schedules::Schedule> Strategy::next(int count,
     out.push_back(s);
     return true;
   };
-  // Generation 0 of the model-guided search: the template's defaults, its forms for the shape (the
-  // GEMV forms at small M) and the seeds (incumbents, the neighbours' best), handed out before
-  // anything else, however few are asked for at a time.
+  // Generation 0 of the model-guided search: the template's defaults, the seeds (incumbents, the
+  // neighbours' best) and the template's forms for the shape (the GEMV forms at small M), handed
+  // out before anything else, however few are asked for at a time.
   if (!started_ && name_ == "evolutionary") {
     generation0_.push_back(schedules::default_schedule(target_, acc_));
+    generation0_.insert(generation0_.end(), seeds.begin(), seeds.end());
     for (const schedules::Schedule& s : schedules::shape_seeds(target_, acc_, shape[0]))
       generation0_.push_back(s);
-    generation0_.insert(generation0_.end(), seeds.begin(), seeds.end());
   }
   started_ = true;
   while (!generation0_.empty() && static_cast<int>(out.size()) < count) {

@@ -2,9 +2,10 @@
 // the template's knob table (schedules/schedule.h), both seeded so that a run is reproducible:
 //   random       uniform draws from the search space (the baseline every model-guided search must
 //                beat at equal budget);
-//   evolutionary generation 0 is the template's defaults, its forms for the bucket's shape (the
-//                GEMV forms at M <= 4), the best records of neighbouring buckets and random draws; then each batch is drawn from mutations of the best
-//                passed candidates so far, ranked by a cost model (gradient-boosted trees)
+//   evolutionary generation 0 is the template's defaults, the incumbents and best records of
+//                neighbouring buckets, the template's forms for the bucket's shape (the GEMV
+//                forms at M <= 4) and random draws; then each batch is drawn from mutations of the
+//                best passed candidates so far, ranked by a cost model (gradient-boosted trees)
 //                trained online on every measured record of the identity, all buckets, with
 //                epsilon-greedy exploration (a fraction of pure random draws).
 // Impossible candidates (validate() against the target and the sum) never leave the strategy.
