@@ -102,10 +102,12 @@ Impl bare_gemm_kernel(const std::vector<OpCall>& copies, const NamedShape& s, co
       p->args.c = &p->zero_c;
       p->args.beta = 0.0f;
     }
-    const runtime::Selection sel =
-        runtime::select_linked("Gemm", gemm_identity(p->args).params, s.m, s.n, s.k);
-    if (!sel.kernel) invalid("bench", "--impl kernel: ", sel.reason);
-    kernel = sel.kernel;
+    if (!kernel) {  // every copy has the same identity and shape
+      const runtime::Selection sel =
+          runtime::select_linked("Gemm", gemm_identity(p->args).params, s.m, s.n, s.k);
+      if (!sel.kernel) invalid("bench", "--impl kernel: ", sel.reason);
+      kernel = sel.kernel;
+    }
     p->y = Tensor(t, {s.m, s.n});
     p->a = view(*p->args.a, p->args.a->shape);
     p->b = view(*p->args.b, p->args.b->shape);
@@ -142,7 +144,11 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
   const OpCall& c0 = copies[0];
   const Tensor want = run_reference(c0.op, c0.inputs, c0.attrs);
   std::vector<Impl> impls;
+  // Which kernel the runtime runs for the call (once; `kernel` and `halide` need it too).
   DispatchInfo dispatched;
+  auto dispatch = [&] {
+    if (dispatched.kernel.empty()) typed_runtime_call(c0)(&dispatched);
+  };
   for (const std::string& name : names) {
     Impl impl;
     impl.name = name;
@@ -154,13 +160,13 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       impl.note = "bit-exact with the reference; " + dispatched.reason;
       impl.call = [calls](std::size_t ci) { calls[ci](nullptr); };
     } else if (name == "kernel") {
-      if (dispatched.kernel.empty()) typed_runtime_call(c0)(&dispatched);
+      dispatch();
       const bool gemm = find_operator(c0.op).name == "Gemm";
       if (halide_if_kernel && (!gemm || dispatched.kernel == "reference")) continue;
       if (!gemm) invalid("bench", "--impl kernel: Gemm only so far (", spec, ")");
       impl = bare_gemm_kernel(copies, s, want);
     } else if (name == "halide") {
-      if (dispatched.kernel.empty()) typed_runtime_call(c0)(&dispatched);
+      dispatch();
       const std::vector<runtime::KernelInfo> infos = runtime::linked_kernel_infos();
       auto it = std::find_if(infos.begin(), infos.end(), [&](const runtime::KernelInfo& k) {
         return k.name == dispatched.kernel;
