@@ -9,6 +9,7 @@
 #include "autotune/halide_jit.h"
 #include "runtime/host/buffer_view.h"
 #include "runtime/host/cpu_features.h"
+#include "runtime/host/packed_b.h"
 #include "runtime/host/qgemm_host.h"
 #include "runtime/host/qlinear_matmul_host.h"
 #include "runtime/host/quant_matmul_dequant_host.h"
@@ -68,13 +69,35 @@ void require_halide_buffers(const std::string& op, const std::vector<Operand>& o
   }
 }
 
+// The prepacked_b kernel of `id` (under v.prepacked_b) and the layout its B is packed in.
+KernelKey prepacked_key(KernelIdentity id, const HalideVariant& v, bool dot8, PanelLayout* layout) {
+  if (v.prepacked_b) {
+    if (v.autoschedule) invalid(id.op, "a prepacked B needs a schedule template's layout");
+    id.params["prepacked_b"] = "true";
+  }
+  KernelKey key = kernel_key(id, v);
+  const schedules::MatmulLayout l =
+      key.schedule.layout(target_info_of(v), accumulator_of(key.identity));
+  *layout = {l.panel, l.k_group, l.pack_b, dot8};
+  return key;
+}
+
 }  // namespace
 
 std::size_t jit_cache_size() { return jit::cache_size(); }
 
-Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v, JitRun* run) {
-  const GemmPlan plan = validate_gemm(args);
-  LazyKernel kernel(kernel_key(gemm_identity(args), v), v.target, run);
+Tensor gemm_halide(const GemmArgs& given, const HalideVariant& v, JitRun* run) {
+  const GemmPlan plan = validate_gemm(given);
+  // A prepacked B is packed from B (K, N): a transposed one is materialized first.
+  GemmArgs args = given;
+  Tensor b_t;
+  if (v.prepacked_b && args.trans_b) {
+    b_t = transposed(*args.b);
+    args.b = &b_t;
+    args.trans_b = false;
+  }
+  PanelLayout layout;
+  LazyKernel kernel(prepacked_key(gemm_identity(args), v, false, &layout), v.target, run);
   require_halide_buffers("Gemm", {{"A", args.a->shape, args.a->dtype},
                                   {"B", args.b->shape, args.b->dtype},
                                   {"Y", {plan.m, plan.n}, args.a->dtype}});
@@ -83,8 +106,9 @@ Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v, JitRun* run) {
   Tensor y(args.a->dtype, {plan.m, plan.n});
   if (y.numel() == 0) return y;
   const Tensor dummy(args.a->dtype, {});
+  const Tensor panels = v.prepacked_b ? pack_b_panels(*args.b, layout) : Tensor();
   auto a = view(*args.a, args.a->shape);
-  auto b = view(*args.b, args.b->shape);
+  auto b = v.prepacked_b ? view(panels, panels.shape) : view(*args.b, args.b->shape);
   auto c = args.c ? view(*args.c, {plan.m, plan.n}) : view(dummy, {1, 1});
   auto out = view_matrix(output_data(y, kernel.placed_output()), y.dtype, 0, plan.m, plan.n);
   kernel(a.raw_buffer(), b.raw_buffer(), c.raw_buffer(), args.alpha, args.beta, out.raw_buffer());
@@ -94,17 +118,29 @@ Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v, JitRun* run) {
 
 Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant& v, JitRun* run) {
   const QLinearMatMulPlan plan = validate_qlinear_matmul(args);
-  LazyKernel kernel(kernel_key(qlinear_matmul_identity(args), v), v.target, run);
+  if (v.prepacked_b && args.b->rank() != 2)
+    invalid("QLinearMatMul", "b is ", describe(*args.b), "; a prepacked b is 2-D (K, N)");
+  PanelLayout layout;
+  LazyKernel kernel(prepacked_key(qlinear_matmul_identity(args), v, !plan.float8, &layout),
+                    v.target, run);
   const MatMulShape& s = plan.shape;  // one 2-D product per batch entry
   require_halide_buffers("QLinearMatMul", {{"a (one batch entry)", {s.m, s.k}, args.a->dtype},
                                            {"b (one batch entry)", {s.k, s.n}, args.b->dtype},
                                            {"y (one batch entry)", {s.m, s.n}, plan.out_dtype}});
+  const bool packed = v.prepacked_b && !qlinear_matmul_no_kernel(plan);
+  Tensor panels, sums;
+  PackedOperand packed_operand;
+  if (packed) {
+    panels = pack_b_panels(*args.b, layout);
+    if (!plan.float8) sums = column_sums_mod32(*args.b);
+    packed_operand = {&panels, plan.float8 ? nullptr : &sums};
+  }
   return run_qlinear_matmul_host(
       args, plan,
       [&](halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* as, halide_buffer_t* az,
-          halide_buffer_t* bs, halide_buffer_t* bz, float ys, int32_t yzp,
-          halide_buffer_t* y) { return kernel(a, b, as, az, bs, bz, ys, yzp, y); },
-      kernel.placed_output());
+          halide_buffer_t* bs, halide_buffer_t* bz, halide_buffer_t* sums, float ys, int32_t yzp,
+          halide_buffer_t* y) { return kernel(a, b, as, az, bs, bz, sums, ys, yzp, y); },
+      kernel.placed_output(), packed ? &packed_operand : nullptr);
 }
 
 Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v, JitRun* run) {

@@ -20,6 +20,9 @@ class GemmGenerator : public Generator<GemmGenerator> {
   GeneratorParam<bool> has_c{"has_c", false};
   GeneratorParam<FloatContract> contract{"contract", FloatContract::kStrict,
                                          float_contract_names()};
+  // B arrives prepacked (runtime/host/packed_b.h) in the panels of this kernel's layout, or as B
+  // itself (K, N) when the layout packs none; trans_b must be false.
+  GeneratorParam<bool> prepacked_b{"prepacked_b", false};
   schedules::ScheduleKnobs schedule_knobs;
 
   // A, B and C share the Gemm type T (set as A.type, B.type, C.type, Y.type).
@@ -40,9 +43,13 @@ class GemmGenerator : public Generator<GemmGenerator> {
     // width so that overflow wraps by definition.
     const Type acc_t = is_float ? (t.bits() == 64 ? Float(64) : Float(32)) : UInt(t.bits());
     acc_ = {acc_t.bits(), /*exact=*/!is_float};
+    _halide_user_assert(!(prepacked_b && trans_b)) << "Gemm: a prepacked B is never transposed\n";
+    p_.layout = schedule_knobs.layout(get_target(), acc_);
+    const bool b_in_panels = prepacked_b && p_.layout.packs_b();
     const Expr m = trans_a ? A.dim(0).extent() : A.dim(1).extent();
     const Expr k = trans_a ? A.dim(1).extent() : A.dim(0).extent();
-    const Expr n = trans_b ? B.dim(1).extent() : B.dim(0).extent();
+    // B in panels no longer tells N: Y does.
+    const Expr n = b_in_panels ? Y.dim(0).extent() : trans_b ? B.dim(1).extent() : B.dim(0).extent();
 
     Func a_raw = clamped_matrix(A, k, m, trans_a, "a_raw");
     Func b_raw = clamped_matrix(B, n, k, trans_b, "b_raw");
@@ -54,8 +61,13 @@ class GemmGenerator : public Generator<GemmGenerator> {
     };
     a(x, y) = widen(a_raw(x, y));
     b(x, y) = widen(b_raw(x, y));
+    p_.n = n;
+    if (b_in_panels) {
+      Func panels("panels");
+      panels(x, y) = widen(B(x, y));
+      p_.prepacked = panels;
+    }
 
-    p_.layout = schedule_knobs.layout(get_target(), acc_);
     const bool strict_sum = effective_contract(dtype_of(t), contract) == FloatContract::kStrict;
     if (!strict_sum) {
       const auto why = schedules::why_no_fma(schedules::target_info(get_target()));

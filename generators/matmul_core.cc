@@ -7,6 +7,32 @@ namespace mmtune::gen {
 
 using namespace Halide;
 
+namespace {
+
+// min(jp, last panel): schedules may compute whole strips or tiles past n, whose columns are never
+// stored; a prepacked B holds the panels of n only, so reads there go to the last one.
+Expr last_panel_at_most(const schedules::MatmulPipeline& p, const Expr& jp) {
+  const int panel = p.layout.panel;
+  return min(jp, max((p.n + panel - 1) / panel - 1, 0));
+}
+
+// packed_b(kk, jj, kg, jp) = b(jp * panel + jj, kg * g + kk), zero beyond K; or the prepacked one,
+// whose panels hold `groups` K groups each (the sum may read that many: zero beyond K).
+void define_grouped_packed_b(schedules::MatmulPipeline& p, const Func& b, const Expr& k_extent,
+                             const Expr& groups) {
+  const int panel = p.layout.panel;
+  const int g = p.layout.k_group;
+  Var kk("kk"), kg("kg"), jj("jj"), jp("jp");
+  if (p.prepacked.defined()) {
+    p.packed_b(kk, jj, kg, jp) = p.prepacked(kk + g * jj, kg + groups * last_panel_at_most(p, jp));
+    return;
+  }
+  p.packed_b(kk, jj, kg, jp) =
+      select(kg * g + kk < k_extent, b(jp * panel + jj, kg * g + kk), cast(b.type(), 0));
+}
+
+}  // namespace
+
 void build_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b, const Expr& k_extent,
                   const Expr& zero, const MatmulStep& step) {
   const Var& j = p.j;
@@ -16,11 +42,10 @@ void build_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b, co
     // Groups of k_group consecutive k; the padding beyond K is zero in both operands, so the sum is
     // unchanged (this form is only used for exact integer sums, where order does not matter).
     const int g = p.layout.k_group;
-    Var kk("kk"), kg("kg"), jj("jj"), jp("jp"), y("y");
+    Var kk("kk"), kg("kg"), y("y");
     p.r = RDom(0, g, 0, (k_extent + g - 1) / g, "r");
     p.packed_a(kk, kg, y) = select(kg * g + kk < k_extent, a(kg * g + kk, y), cast(a.type(), 0));
-    p.packed_b(kk, jj, kg, jp) =
-        select(kg * g + kk < k_extent, b(jp * panel + jj, kg * g + kk), cast(b.type(), 0));
+    define_grouped_packed_b(p, b, k_extent, (k_extent + g - 1) / g);
     p.acc(j, i) = zero;
     p.acc(j, i) = step(p.acc(j, i), p.packed_a(p.r.x, p.r.y, i),
                        p.packed_b(p.r.x, j % panel, p.r.y, j / panel));
@@ -30,7 +55,11 @@ void build_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b, co
   Expr b_value;
   if (p.layout.pack_b) {
     Var jj("jj"), k("k"), jp("jp");
-    p.packed_b(jj, k, jp) = b(jp * panel + jj, k);
+    if (p.prepacked.defined()) {
+      p.packed_b(jj, k, jp) = p.prepacked(jj, k + k_extent * last_panel_at_most(p, jp));
+    } else {
+      p.packed_b(jj, k, jp) = b(jp * panel + jj, k);
+    }
     b_value = p.packed_b(j % panel, p.r, j / panel);
   } else {
     b_value = b(j, p.r);
@@ -55,16 +84,16 @@ void build_dot8_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& 
   const Var& i = p.i;
   const int panel = p.layout.panel;
   const int g = p.layout.k_group;
-  Var kk("kk"), kg("kg"), jj("jj"), jp("jp"), y("y"), kb("kb");
+  Var kk("kk"), kg("kg"), y("y"), kb("kb");
   p.packed_a(kk, kg, y) = select(kg * g + kk < k_extent, a(kg * g + kk, y), cast(a.type(), 0));
-  p.packed_b(kk, jj, kg, jp) =
-      select(kg * g + kk < k_extent, b(jp * panel + jj, kg * g + kk), cast(b.type(), 0));
   // K in nb blocks of bg groups (bg * g <= 2^15 products). The sizes are computed in uint32: in
   // int32 the simplifier may rewrite n + (n + c) / d into a form that overflows for large K.
+  // (runtime/host/packed_b.cc packed_groups mirrors this for a prepacked B.)
   const int max_groups = (1 << 15) / g;
   const Expr groups = cast(UInt(32), (k_extent + g - 1) / g);
   const Expr nb = (groups + cast(UInt(32), max_groups - 1)) / cast(UInt(32), max_groups);
   const Expr bg = (groups + nb - cast(UInt(32), 1)) / max(nb, cast(UInt(32), 1));
+  define_grouped_packed_b(p, b, k_extent, cast(Int(32), nb * bg));
   p.r = RDom(0, g, 0, cast(Int(32), bg), "r");  // r.x = kk, r.y = the group within the block
   p.rb = RDom(0, cast(Int(32), nb), "rb");
   // The last block may run past K by up to nb - 1 groups: the packed operands are zero there.

@@ -28,6 +28,9 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
   GeneratorParam<DType> a_format{"a_format", DType::kInt8, kFormats};
   GeneratorParam<DType> b_format{"b_format", DType::kInt8, kFormats};
   GeneratorParam<DType> y_format{"y_format", DType::kInt8, kFormats};
+  // b arrives prepacked (runtime/host/packed_b.h): the panels of this kernel's layout (or b itself
+  // when the layout packs none) and, for 8-bit integers, its column sums in b_column_sums.
+  GeneratorParam<bool> prepacked_b{"prepacked_b", false};
   schedules::ScheduleKnobs schedule_knobs;
 
   Input<Buffer<void, 2>> a{"a"};               // (K, M): int8 or uint8
@@ -36,16 +39,22 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
   Input<Buffer<int32_t, 1>> a_zero_point{"a_zero_point"};  // (M)
   Input<Buffer<float, 1>> b_scale{"b_scale"};              // (N): per column
   Input<Buffer<int32_t, 1>> b_zero_point{"b_zero_point"};  // (N)
+  // (N): sum over k of b(k, j) mod 2^32 when prepacked_b (8-bit integers); otherwise not read.
+  Input<Buffer<uint32_t, 1>> b_column_sums{"b_column_sums"};
   Input<float> y_scale{"y_scale"};
   Input<int32_t> y_zero_point{"y_zero_point"};
   Output<Buffer<void, 2>> y{"y"};  // (N, M): int8 or uint8
 
   void generate() {
-    const Expr k = a.dim(0).extent(), m = a.dim(1).extent(), n = b.dim(0).extent();
     const bool float8 = a_format != DType::kInt8;
     // float8: a float64 sum (of exact products, in K order); else the exact int32 sum.
     acc_ = float8 ? schedules::Accumulator{64, false} : schedules::Accumulator{32, true};
     p_.layout = schedule_knobs.layout(get_target(), acc_);
+    const bool b_in_panels = prepacked_b && p_.layout.packs_b();
+    // b in panels no longer tells N: y does.
+    const Expr k = a.dim(0).extent(), m = a.dim(1).extent(),
+               n = b_in_panels ? y.dim(0).extent() : b.dim(0).extent();
+    p_.n = n;
     Func a_c = clamped_matrix(a, k, m, false, "a_c"), b_c = clamped_matrix(b, n, k, false, "b_c");
     const Var j = p_.j, i = p_.i;
     const Type st = scale_type;
@@ -58,6 +67,11 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
       Func a64("a64"), b64("b64");
       a64(x, yv) = cast(Float(64), decode_float8(a_format, a_c(x, yv)));
       b64(x, yv) = cast(Float(64), decode_float8(b_format, b_c(x, yv)));
+      if (b_in_panels) {
+        Func panels("panels");
+        panels(x, yv) = cast(Float(64), decode_float8(b_format, b(x, yv)));
+        p_.prepacked = panels;
+      }
       build_matmul(p_, a64, b64, k, cast(Float(64), 0),
                    [](const Expr& sum, const Expr& av, const Expr& bv) {
                      return strict_float(sum + av * bv);
@@ -65,7 +79,18 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
       const Expr f = strict_float(cast(Float(32), p_.acc(j, i)) * mult);
       y(j, i) = encode_float8_saturate(y_format, f);
     } else {
-      const QuantCore q = build_quant_matmul(p_, a_c, b_c, k);
+      Func sums;
+      if (prepacked_b) {
+        Var x("x");
+        sums(x) = b_column_sums(x);
+      }
+      if (b_in_panels) {
+        Var x("x"), yv("yv");
+        Func panels("panels");
+        panels(x, yv) = b(x, yv);
+        p_.prepacked = panels;
+      }
+      const QuantCore q = build_quant_matmul(p_, a_c, b_c, k, sums);
       const Expr acc = q.accumulator(p_, a_zero_point(i), b_zero_point(j));
       const Type out = y.type();
       y(j, i) = requant == RequantMode::kFloat32 ? requantize_float32(acc, mult, y_zero_point, out)
@@ -86,6 +111,7 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
     a_zero_point.set_estimates({{0, e.m}});
     b_scale.set_estimates({{0, e.n}});
     b_zero_point.set_estimates({{0, e.n}});
+    b_column_sums.set_estimates({{0, e.n}});
     y_scale.set_estimate(1.0f);
     y_zero_point.set_estimate(0);
   }

@@ -22,7 +22,7 @@ Expr QuantCore::accumulator(const schedules::MatmulPipeline& p, const Expr& za,
 }
 
 QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b,
-                             const Expr& k) {
+                             const Expr& k, const Func& prepacked_column_sums) {
   QuantCore q;
   q.k = k;
   // The exact sum of products, mod 2^32 by construction (build_dot8_matmul: uint32, with int32
@@ -31,11 +31,15 @@ QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const 
   Var x("x"), y("y");
   build_dot8_matmul(p, a, b, k);
   RDom r(0, k, "rs");
-  q.column_sums(x) = cast(UInt(32), 0);
-  q.column_sums(x) += cast(UInt(32), cast(Int(32), b(x, r)));
+  if (prepacked_column_sums.defined()) {
+    q.column_sums = prepacked_column_sums;  // inline: read per column from the input
+  } else {
+    q.column_sums(x) = cast(UInt(32), 0);
+    q.column_sums(x) += cast(UInt(32), cast(Int(32), b(x, r)));
+    p.per_column.push_back(q.column_sums);
+  }
   q.row_sums(y) = cast(UInt(32), 0);
   q.row_sums(y) += cast(UInt(32), cast(Int(32), a(r, y)));
-  p.per_column.push_back(q.column_sums);
   p.per_call.push_back(q.row_sums);
   return q;
 }

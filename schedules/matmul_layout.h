@@ -20,6 +20,10 @@ struct MatmulLayout {
   bool pack_b =
       false;        // B copied into panels of `panel` columns that the inner loop reads in order
   int k_group = 1;  // K consumed in groups of k_group (exact sums only; 1 = sequential)
+
+  // Whether the algorithm reads B from packed panels (grouped K always packs); a prepacked B
+  // (runtime/host/packed_b.h) holds them, otherwise B itself.
+  bool packs_b() const { return pack_b || k_group > 1; }
 };
 
 }  // namespace mmtune::schedules

@@ -22,6 +22,11 @@ struct X86Features {
   bool avx512f = false, avx512cd = false, avx512bw = false, avx512dq = false, avx512vl = false;
   bool avx512ifma = false, avx512vbmi = false, avx512vnni = false, avx512bf16 = false,
        avxvnni = false;
+  // The rest of what LLVM's -mcpu=znver4 (Halide's avx512_zen4) may emit in vector code.
+  bool avx512vbmi2 = false, avx512bitalg = false, avx512vpopcntdq = false, gfni = false,
+       vaes = false, vpclmulqdq = false;
+  // ... and of -mcpu=sapphirerapids (Halide's avx512_sapphirerapids) beyond those.
+  bool avx512fp16 = false, amx = false;
 };
 
 X86Features detect_x86() {
@@ -51,6 +56,14 @@ X86Features detect_x86() {
     f.avx512vl = f.avx512f && (b & (1u << 31));
     f.avx512vbmi = f.avx512f && (c & (1u << 1));
     f.avx512vnni = f.avx512f && (c & (1u << 11));
+    f.avx512vbmi2 = f.avx512f && (c & (1u << 6));
+    f.gfni = c & (1u << 8);
+    f.vaes = f.avx && (c & (1u << 9));
+    f.vpclmulqdq = f.avx && (c & (1u << 10));
+    f.avx512bitalg = f.avx512f && (c & (1u << 12));
+    f.avx512vpopcntdq = f.avx512f && (c & (1u << 14));
+    f.avx512fp16 = f.avx512f && (d & (1u << 23));
+    f.amx = (d & (1u << 22)) && (d & (1u << 24)) && (d & (1u << 25));  // bf16, tile, int8
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
     f.avxvnni = f.avx2 && (a & (1u << 4));
@@ -100,6 +113,11 @@ std::optional<std::string> compute_cannot_run(const std::string& target) {
     return "the kernels are for " + target + ", this is an x86-64 CPU";
   const X86Features f = detect_x86();
   const bool skylake = f.avx512f && f.avx512cd && f.avx512bw && f.avx512dq && f.avx512vl;
+  const bool cannonlake = skylake && f.avx512ifma && f.avx512vbmi;
+  // Halide compiles avx512_zen4 with -mcpu=znver4: every AVX-512 extension Zen 4 has (Sapphire
+  // Rapids and Zen 5 have them all too).
+  const bool zen4 = cannonlake && f.avx512vnni && f.avx512bf16 && f.avx512vbmi2 &&
+                    f.avx512bitalg && f.avx512vpopcntdq && f.gfni && f.vaes && f.vpclmulqdq;
   const std::map<std::string, bool> known = {
       {"sse41", f.sse41},
       {"avx", f.avx},
@@ -108,9 +126,9 @@ std::optional<std::string> compute_cannot_run(const std::string& target) {
       {"f16c", f.f16c},
       {"avx512", f.avx512f && f.avx512cd},
       {"avx512_skylake", skylake},
-      {"avx512_cannonlake", skylake && f.avx512ifma && f.avx512vbmi},
-      {"avx512_sapphirerapids",
-       skylake && f.avx512ifma && f.avx512vbmi && f.avx512vnni && f.avx512bf16 && f.avxvnni},
+      {"avx512_cannonlake", cannonlake},
+      {"avx512_zen4", zen4},
+      {"avx512_sapphirerapids", zen4 && f.avxvnni && f.avx512fp16 && f.amx},
       {"avxvnni", f.avxvnni},
   };
   for (std::size_t i = 3; i < parts.size(); ++i) {

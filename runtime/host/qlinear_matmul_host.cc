@@ -17,7 +17,8 @@ std::optional<std::string> qlinear_matmul_no_kernel(const QLinearMatMulPlan& pla
 }
 
 Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
-                               const QLinearMatMulKernelCall& call, uint8_t* placed_output) {
+                               const QLinearMatMulKernelCall& call, uint8_t* placed_output,
+                               const PackedOperand* packed) {
   const MatMulShape& s = plan.shape;
   // K = 0: no sum to compute, the result is the requantized zero alone; the reference evaluates it.
   if (s.k == 0) return qlinear_matmul(args);
@@ -40,6 +41,12 @@ Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMu
   const int32_t yzp = plan.float8 ? 0 : static_cast<int32_t>(int_at(*args.y_zero_point, 0));
   auto as_view = view(as, as.shape), za_view = view(za, za.shape), bs_view = view(bs, bs.shape),
        zb_view = view(zb, zb.shape);
+  MMTUNE_CHECK(!packed || (args.b->rank() == 2 && packed->panels),
+               "a prepacked b is 2-D, got " << describe(*args.b));
+  // Unprepacked kernels never read the column sums: one element stands for them.
+  const Tensor no_sums(DType::kUInt32, {1});
+  const Tensor& sums = packed && packed->column_sums ? *packed->column_sums : no_sums;
+  auto sums_view = view(sums, sums.shape);
 
   IndexWalker batch(s.batch);
   int64_t out_offset = 0;
@@ -67,11 +74,12 @@ Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMu
                                         *args.b_zero_point, batch_offset(sbz) + j * sbz[nb + 1]));
     }
     auto a_view = view_matrix(*args.a, batch_offset(sa), s.m, s.k);
-    auto b_view = view_matrix(*args.b, batch_offset(sb), s.k, s.n);
+    auto b_view = packed ? view(*packed->panels, packed->panels->shape)
+                         : view_matrix(*args.b, batch_offset(sb), s.k, s.n);
     auto y_view = view_matrix(output_data(y, placed_output), y.dtype, out_offset, s.m, s.n);
-    const int rc =
-        call(a_view.raw_buffer(), b_view.raw_buffer(), as_view.raw_buffer(), za_view.raw_buffer(),
-             bs_view.raw_buffer(), zb_view.raw_buffer(), ys, yzp, y_view.raw_buffer());
+    const int rc = call(a_view.raw_buffer(), b_view.raw_buffer(), as_view.raw_buffer(),
+                        za_view.raw_buffer(), bs_view.raw_buffer(), zb_view.raw_buffer(),
+                        sums_view.raw_buffer(), ys, yzp, y_view.raw_buffer());
     MMTUNE_CHECK(rc == 0, "QLinearMatMul kernel returned Halide error " << rc);
     out_offset += s.m * s.n;
   } while (batch.next());

@@ -18,12 +18,20 @@ namespace mmtune {
 // One call of an mmtune_qlinear_matmul kernel, in the generator's argument order (the caller adds
 // its user context): a (M, K), b (K, N) of the operands' types; a_scale (M) float32 and
 // a_zero_point (M) int32 per row; b_scale (N) float32 and b_zero_point (N) int32 per column;
-// y (M, N) of the output type. Returns the Halide error code; a caller that can name the failure
-// better (the JIT's key, the runtime's kernel) throws itself.
+// b_column_sums (N) uint32 (read by prepacked_b kernels only); y (M, N) of the output type.
+// Returns the Halide error code; a caller that can name the failure better (the JIT's key, the
+// runtime's kernel) throws itself.
 using QLinearMatMulKernelCall = std::function<int(
     halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* a_scale, halide_buffer_t* a_zero_point,
-    halide_buffer_t* b_scale, halide_buffer_t* b_zero_point, float y_scale, int32_t y_zero_point,
-    halide_buffer_t* y)>;
+    halide_buffer_t* b_scale, halide_buffer_t* b_zero_point, halide_buffer_t* b_column_sums,
+    float y_scale, int32_t y_zero_point, halide_buffer_t* y)>;
+
+// A 2-D b prepacked for one kernel layout (runtime/host/packed_b.h): what a prepacked_b kernel
+// reads instead of b, the same for every batch entry.
+struct PackedOperand {
+  const Tensor* panels = nullptr;       // pack_b_panels(b, layout)
+  const Tensor* column_sums = nullptr;  // column_sums_mod32(b) (8-bit integers), else nullptr
+};
 
 // Why a valid call (`plan` = validate_qlinear_matmul(args)) runs no kernel, or nullopt: an empty
 // output ("Y is empty"), or K = 0 (an empty sum: the reference evaluates the requantized zero; an
@@ -35,8 +43,10 @@ std::optional<std::string> qlinear_matmul_no_kernel(const QLinearMatMulPlan& pla
 // reference's result); else one call per batch entry (row-major order over the broadcast batch),
 // with that entry's scales widened exactly to float32 and zero points to int32 (float8: zero points
 // 0, not read). The kernels write into `placed_output` when given (output_data, buffer_view.h).
+// With `packed` (b 2-D), the kernel reads its panels and column sums instead of b.
 Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
                                const QLinearMatMulKernelCall& call,
-                               uint8_t* placed_output = nullptr);
+                               uint8_t* placed_output = nullptr,
+                               const PackedOperand* packed = nullptr);
 
 }  // namespace mmtune

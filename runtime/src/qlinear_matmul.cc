@@ -32,8 +32,9 @@ Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
   return run_qlinear_matmul_host(
       args, plan,
       [&](halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* as, halide_buffer_t* az,
-          halide_buffer_t* bs, halide_buffer_t* bz, float ys, int32_t yzp, halide_buffer_t* y) {
-        const int rc = fn(call.user_context(), a, b, as, az, bs, bz, ys, yzp, y);
+          halide_buffer_t* bs, halide_buffer_t* bz, halide_buffer_t* sums, float ys, int32_t yzp,
+          halide_buffer_t* y) {
+        const int rc = fn(call.user_context(), a, b, as, az, bs, bz, sums, ys, yzp, y);
         call.check(rc);
         return rc;
       });

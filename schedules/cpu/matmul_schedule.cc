@@ -122,7 +122,8 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
     }
   }
 
-  if (p.packed_b.defined()) {
+  // A prepacked B is read where the sum reads it: its packed_b view stays inline.
+  if (p.packed_b.defined() && !p.prepacked.defined()) {
     Func packed = p.packed_b;  // a handle: scheduling it schedules the pipeline's Func
     const bool grouped = p.layout.k_group > 1;
     Var jj = packed.args()[grouped ? 1 : 0], jp = packed.args()[grouped ? 3 : 2];

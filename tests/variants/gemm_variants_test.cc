@@ -47,17 +47,22 @@ TEST_P(GemmVariants, BitExactAgainstReference) {
     const testing::ScheduleDraw* draw;
     bool trans_a, trans_b, has_c;
     FloatContract contract;
+    bool prepacked;  // B prepacked on the host for the kernel's layout (prepack_b's path)
   };
   std::vector<Run> runs;
   auto draw_contract = [&] {
     return contract && fma_target && rng() % 2 ? FloatContract::kFma : FloatContract::kStrict;
   };
   for (const auto& draw : draws) {
-    const bool ta = rng() % 2, tb = rng() % 2, c = rng() % 4 != 0;
-    runs.push_back({&draw, ta, tb, c, draw_contract()});
+    const bool ta = rng() % 2, tb = rng() % 2, c = rng() % 4 != 0, pre = rng() % 2;
+    runs.push_back({&draw, ta, tb, c, draw_contract(), pre});
   }
-  runs.push_back({&draws[0], false, false, true, FloatContract::kStrict});
-  if (contract && fma_target) runs.push_back({&draws[0], false, false, true, FloatContract::kFma});
+  runs.push_back({&draws[0], false, false, true, FloatContract::kStrict, false});
+  runs.push_back({&draws[0], false, false, true, FloatContract::kStrict, true});
+  if (contract && fma_target) {
+    runs.push_back({&draws[0], false, false, true, FloatContract::kFma, false});
+    runs.push_back({&draws[0], false, false, true, FloatContract::kFma, true});
+  }
   testing::GateCounts counts;
   std::map<std::string, int> seen;  // parameter values covered, for the summary
   for (const Run& run : runs) {
@@ -65,7 +70,8 @@ TEST_P(GemmVariants, BitExactAgainstReference) {
     args.trans_a = run.trans_a;
     args.trans_b = run.trans_b;
     args.contract = run.contract;
-    const HalideVariant variant{run.draw->schedule, "host"};
+    HalideVariant variant{run.draw->schedule, "host"};
+    variant.prepacked_b = run.prepacked;
     for (const auto& shape : testing::matmul_shapes(run.draw->tile.rows, run.draw->tile.cols)) {
       const auto [m, n, k] = std::tuple(shape.m, shape.n, shape.k);
       // Per case: the C shape (when C is present), alpha and beta, and for floats the data kind.
@@ -90,6 +96,7 @@ TEST_P(GemmVariants, BitExactAgainstReference) {
               << " C=" << (args.c ? shape_str(c.shape) : "none") << " alpha=" << args.alpha
               << " beta=" << args.beta << " contract=" << to_string(args.contract)
               << " data=" << (is_float(t) ? testing::float_data_name(data) : "integer")
+              << (run.prepacked ? " B prepacked" : "")
               << " schedule " << run.draw->name << " "
               << kernel_key(gemm_identity(args), variant).to_string() << " seed " << seed;
       ASSERT_TRUE(testing::gated_equal(
@@ -98,6 +105,7 @@ TEST_P(GemmVariants, BitExactAgainstReference) {
       ++seen[std::string("transA=") + (args.trans_a ? "1" : "0") +
              " transB=" + (args.trans_b ? "1" : "0") + " C=" + (args.c ? "yes" : "no") + " " +
              to_string(args.contract)];
+      if (run.prepacked) ++seen["B prepacked"];
       if (is_float(t)) ++seen[std::string("data=") + testing::float_data_name(data)];
     }
   }

@@ -43,13 +43,17 @@ TEST_P(QLinearMatMulVariants, BitExactAgainstReference) {
   std::mt19937_64 rng(seed);
   const DType scale_types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
   testing::GateCounts counts;
+  int64_t prepacked_cases = 0;
   for (std::size_t d = 0; d < draws.size(); ++d) {
     const auto& draw = draws[d];
     const DType st = scale_types[d % 3];
     const RequantMode mode = (d / 3) % 2 ? RequantMode::kFloat64 : RequantMode::kFloat32;
-    const HalideVariant variant{draw.schedule, "host"};
     for (const testing::QlmCase& c :
          testing::qlinear_matmul_cases(draw.tile.rows, draw.tile.cols)) {
+      // Every other draw prepacks a 2-D b (prepack_b's path: panels and column sums).
+      HalideVariant variant{draw.schedule, "host"};
+      variant.prepacked_b = d % 2 == 1 && c.b.size() == 2;
+      prepacked_cases += variant.prepacked_b;
       const testing::QlmInputs in =
           testing::make_qlinear_matmul_inputs(ty.a, ty.b, ty.y, st, c, rng);
       const QLinearMatMulArgs args = in.args(mode);
@@ -57,7 +61,8 @@ TEST_P(QLinearMatMulVariants, BitExactAgainstReference) {
       context << "QLinearMatMul " << types_name(ty) << " case " << c.name << " a" << shape_str(c.a)
               << " b" << shape_str(c.b) << " params a" << shape_str(c.a_param) << " b"
               << shape_str(c.b_param) << " scale " << dtype_name(st) << " requant "
-              << to_string(mode) << " schedule " << draw.name << " "
+              << to_string(mode) << (variant.prepacked_b ? " b prepacked" : "") << " schedule "
+              << draw.name << " "
               << kernel_key(qlinear_matmul_identity(args), variant).to_string() << " seed " << seed;
       Tensor expected;
       try {
@@ -74,7 +79,9 @@ TEST_P(QLinearMatMulVariants, BitExactAgainstReference) {
     }
   }
   std::cout << "[variants] QLinearMatMul " << types_name(ty) << ": " << draws.size()
-            << " schedules, " << counts.summary() << ", 0 mismatches\n";
+            << " schedules, " << counts.summary() << " (" << prepacked_cases
+            << " with b prepacked), 0 mismatches\n";
+  EXPECT_GT(prepacked_cases, 0) << "no case ran a prepacked b";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypeTuples, QLinearMatMulVariants,
@@ -114,7 +121,8 @@ TEST_P(QLinearMatMulFloat8Variants, BitExactAgainstReference) {
   for (std::size_t d = 0; d < draws.size(); ++d) {
     const auto& draw = draws[d];
     const DType st = scale_types[d % 3];
-    const HalideVariant variant{draw.schedule, "host"};
+    HalideVariant variant{draw.schedule, "host"};
+    variant.prepacked_b = d % 2 == 1;  // every other draw prepacks b
     for (const auto& s : testing::matmul_shapes(draw.tile.rows, draw.tile.cols, false)) {
       const tune::QlmInputs in = tune::make_float8_qlinear_matmul_inputs(
           ty.a, ty.b, ty.y, st, s.m, s.n, s.k, /*special_one_in=*/4, rng, &specials);
@@ -122,7 +130,8 @@ TEST_P(QLinearMatMulFloat8Variants, BitExactAgainstReference) {
       std::ostringstream context;
       context << "QLinearMatMul float8 " << dtype_name(ty.a) << "/" << dtype_name(ty.b) << "->"
               << dtype_name(ty.y) << " " << s.category << " M=" << s.m << " N=" << s.n
-              << " K=" << s.k << " scale " << dtype_name(st) << " schedule " << draw.name << " "
+              << " K=" << s.k << " scale " << dtype_name(st)
+              << (variant.prepacked_b ? " b prepacked" : "") << " schedule " << draw.name << " "
               << kernel_key(qlinear_matmul_identity(args), variant).to_string() << " seed " << seed;
       Tensor expected;
       try {

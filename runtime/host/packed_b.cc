@@ -1,0 +1,130 @@
+// Prepacked B: layouts of the kernels' schedules, and the packing itself.
+#include "runtime/host/packed_b.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "reference/error.h"
+
+namespace mmtune {
+namespace {
+
+std::string param(const std::map<std::string, std::string>& schedule, const std::string& key,
+                  const std::string& fallback) {
+  auto it = schedule.find(key);
+  return it == schedule.end() || it->second.empty() ? fallback : it->second;
+}
+
+int int_param(const std::map<std::string, std::string>& schedule, const std::string& key,
+              int fallback) {
+  const std::string v = param(schedule, key, std::to_string(fallback));
+  try {
+    return std::stoi(v);
+  } catch (const std::exception&) {
+    MMTUNE_CHECK(false, "schedule parameter " << key << "=" << v << " is not an integer");
+  }
+}
+
+// The vector width in bits of a Halide target's natural vectors (schedules/target_info.cc).
+int vector_bits(const std::string& target) {
+  std::vector<std::string> parts;
+  std::stringstream ss(target);
+  for (std::string p; std::getline(ss, p, '-');) parts.push_back(p);
+  MMTUNE_CHECK(!parts.empty(), "empty target");
+  if (parts[0] == "x86") {
+    bool avx512 = false, avx = false;
+    for (const std::string& p : parts) {
+      avx512 = avx512 || p.rfind("avx512", 0) == 0;
+      avx = avx || p == "avx" || p == "avx2";
+    }
+    return avx512 ? 512 : avx ? 256 : 128;
+  }
+  if (parts[0] == "arm") return 128;
+  MMTUNE_CHECK(false, "no CPU vector width known for target " << target);
+}
+
+}  // namespace
+
+std::string PanelLayout::to_string() const {
+  if (!packs()) return "B as it is (the kernel packs none)";
+  std::ostringstream os;
+  os << "panels of " << panel << " columns";
+  if (k_group > 1) os << ", K in groups of " << k_group;
+  return os.str();
+}
+
+PanelLayout panel_layout(const std::string& target,
+                         const std::map<std::string, std::string>& schedule, int acc_bits,
+                         bool exact, bool dot8) {
+  const std::string tmpl = param(schedule, "template", "cpu_matmul");
+  MMTUNE_CHECK(tmpl == "cpu_matmul", "no prepacked layout known for schedule template " << tmpl);
+  const int width = int_param(schedule, "vector_width", 0);
+  const int lanes = width > 0 ? width : std::max(1, vector_bits(target) / acc_bits);
+  PanelLayout l;
+  l.panel = int_param(schedule, "tile_vectors", 4) * lanes;
+  const std::string pack = param(schedule, "pack_b", "true");
+  l.pack_b = pack == "true" || pack == "1";
+  l.k_group = exact ? int_param(schedule, "k_group", 1) : 1;
+  l.dot8 = dot8;
+  return l;
+}
+
+int64_t packed_groups(int64_t k, const PanelLayout& l) {
+  const int64_t g = l.k_group;
+  const int64_t groups = (k + g - 1) / g;
+  if (!l.dot8) return groups;
+  // build_dot8_matmul: nb blocks of bg groups, at most 2^15 products a block.
+  const int64_t max_groups = (int64_t{1} << 15) / g;
+  const int64_t nb = (groups + max_groups - 1) / max_groups;
+  const int64_t bg = (groups + nb - 1) / std::max<int64_t>(nb, 1);
+  return nb * bg;
+}
+
+Tensor pack_b_panels(const Tensor& b, const PanelLayout& l) {
+  MMTUNE_CHECK(b.rank() == 2, "pack_b_panels of " << describe(b));
+  if (!l.packs()) return b;
+  const int64_t k = b.shape[0], n = b.shape[1];
+  MMTUNE_CHECK(k > 0 && n > 0, "pack_b_panels of " << describe(b));
+  const int64_t panel = l.panel, g = l.k_group;
+  const int64_t panels = (n + panel - 1) / panel;
+  const std::size_t es = dtype_size(b.dtype);
+  // Grouped: G groups of g rows per panel; else K rows per panel. Rows of d0 = g * panel elements.
+  const int64_t groups = g > 1 ? packed_groups(k, l) : k;
+  Tensor p(b.dtype, {groups * panels, g * panel});  // zero-filled: the K padding
+  const uint8_t* src = b.bytes.data();
+  uint8_t* dst = p.bytes.data();
+  for (int64_t jp = 0; jp < panels; ++jp) {
+    for (int64_t kg = 0; kg < groups; ++kg) {
+      uint8_t* row = dst + static_cast<std::size_t>((kg + groups * jp) * g * panel) * es;
+      for (int64_t jj = 0; jj < panel; ++jj) {
+        const int64_t col = std::min(jp * panel + jj, n - 1);
+        for (int64_t kk = 0; kk < g; ++kk) {
+          const int64_t kr = kg * g + kk;
+          if (kr >= k) continue;
+          std::memcpy(row + static_cast<std::size_t>(kk + g * jj) * es,
+                      src + static_cast<std::size_t>(kr * n + col) * es, es);
+        }
+      }
+    }
+  }
+  return p;
+}
+
+Tensor column_sums_mod32(const Tensor& b) {
+  MMTUNE_CHECK(b.rank() == 2 && (b.dtype == DType::kInt8 || b.dtype == DType::kUInt8),
+               "column_sums_mod32 of " << describe(b));
+  const int64_t k = b.shape[0], n = b.shape[1];
+  Tensor s(DType::kUInt32, {n});
+  uint32_t* out = s.data<uint32_t>();
+  for (int64_t r = 0; r < k; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      // The kernels' rule: each value as int32, summed in uint32 (wrap-around defined).
+      out[j] += static_cast<uint32_t>(static_cast<int32_t>(int_at(b, r * n + j)));
+    }
+  }
+  return s;
+}
+
+}  // namespace mmtune
