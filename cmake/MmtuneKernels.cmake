@@ -30,6 +30,12 @@ function(mmtune_shipped_kernel_targets out_var)
   set(${out_var} "${targets}" PARENT_SCOPE)
 endfunction()
 
+# Which kernels get a prepacked twin (a regular expression over "<op> <identity params>"): the
+# float32 Gemm kernels and the 8-bit integer QLinearMatMul ones by default; other identities'
+# prepack_b calls run their plain kernels (exact, packing B per call). "^$" builds none.
+set(MMTUNE_PREPACKED "^(Gemm A\\.type=float32 |QLinearMatMul a\\.type=u?int8 )" CACHE STRING
+    "Kernels (regex over '<op> <identity params>') that get a prepacked-B twin")
+
 mmtune_shipped_kernel_targets(_mmtune_default_targets)
 set(MMTUNE_TARGETS "${_mmtune_default_targets}" CACHE STRING
     "Halide targets of the kernels mmtune::runtime carries, best first: the databases \
@@ -288,6 +294,34 @@ function(mmtune_add_kernels name)
                  "     \"${schedule_text}\",\n"
                  "     {${bucket}}, reinterpret_cast<KernelFn>(&mmtune::kernels::${kernel})},\n")
         endforeach()
+
+        # Its prepacked twin (mmtune::runtime::prepack_b): the same schedule reading a B packed
+        # once by the host; entries of the identity plus prepacked_b=true, named <op>..._prepacked__.
+        if("${op} ${identity_text}" MATCHES "${MMTUNE_PREPACKED}" AND NOT identity_text MATCHES "_format="
+           AND NOT identity_text MATCHES "trans_b=true")
+          string(REPLACE "__" "_prepacked__" twin "${kernel}")
+          add_halide_library(${twin} FROM ${ARG_FROM}
+                             GENERATOR ${generator}
+                             FUNCTION_NAME ${twin}
+                             NAMESPACE mmtune::kernels
+                             USE_RUNTIME ${runtime}
+                             TARGETS "${target}-user_context-c_plus_plus_name_mangling"
+                             PARAMS ${identity} prepacked_b=true ${schedule})
+          list(APPEND libraries ${twin})
+          string(APPEND includes "#include \"${twin}.h\"\n")
+          string(APPEND checks
+                 "static_assert(std::is_same_v<decltype(&mmtune::kernels::${twin}), ${op}KernelFn>,\n"
+                 "              \"${twin}: its signature is not ${op}KernelFn\");\n")
+          math(EXPR n_kernels "${n_kernels} + 1")
+          foreach(bucket IN LISTS buckets)
+            math(EXPR n_entries "${n_entries} + 1")
+            string(APPEND entries
+                   "    {\"${twin}\", \"${op}\", \"${generator}\",\n"
+                   "     \"${identity_text} prepacked_b=true\",\n"
+                   "     \"${schedule_text}\",\n"
+                   "     {${bucket}}, reinterpret_cast<KernelFn>(&mmtune::kernels::${twin})},\n")
+          endforeach()
+        endif()
       endforeach()
     endif()
     file(RELATIVE_PATH db_rel "${PROJECT_SOURCE_DIR}" "${database}")

@@ -2,14 +2,24 @@
 // beta * C with A (M, K), B (K, N) and C present; every other call is mapped onto it exactly:
 // transposed operands are materialized (bytes move, nothing is rounded), an absent C is beta = 0
 // over a zero scalar (beta = 0 ignores C in both the kernels and the reference), and the identity
-// carries the effective float contract (reference/gemm.h, effective_contract).
+// carries the effective float contract (reference/gemm.h, effective_contract). With a PackedB, the
+// prepacked twin of the kernel reads B's panels, packed once.
 #include "mmtune/mmtune.h"
+#include "reference/validate.h"
 #include "runtime/host/buffer_view.h"
 #include "runtime/src/kernel_call.h"
+#include "runtime/src/prepack.h"
 
 namespace mmtune::runtime {
+namespace {
 
-Tensor gemm(const GemmArgs& args, DispatchInfo* info) {
+// What fixes a Gemm PackedB besides B's dtype and shape.
+std::string gemm_packing_key(const GemmArgs& args) {
+  return std::string("transB=") + (args.trans_b ? "1" : "0") +
+         " contract=" + to_string(effective_contract(args.b->dtype, args.contract));
+}
+
+Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo* info) {
   const GemmPlan plan = validate_gemm(args);  // the reference's checks and messages
   DispatchInfo local;
   DispatchInfo& out = info ? *info : local;
@@ -34,10 +44,29 @@ Tensor gemm(const GemmArgs& args, DispatchInfo* info) {
     canon.beta = 0.0f;
   }
 
-  const std::vector<BufferShape> buffers = {
+  std::vector<BufferShape> buffers = {
       {{plan.m, plan.k}, t}, {{plan.k, plan.n}, t}, {canon.c->shape, t}, {{plan.m, plan.n}, t}};
-  const KernelEntry* kernel =
-      choose_kernel(gemm_identity(canon), plan.m, plan.n, plan.k, buffers, out);
+  KernelIdentity identity = gemm_identity(canon);
+  const PackedB::Impl::Packing* panels = nullptr;
+  if (packed) {
+    identity = packed->identity;
+    for (const auto& p : packed->packings) buffers.push_back({p.panels.shape, t});
+  }
+  const KernelEntry* kernel = choose_kernel(identity, plan.m, plan.n, plan.k, buffers, out);
+  if (packed) {
+    panels = kernel ? packed->packing_for(kernel) : nullptr;
+    if (!panels) {
+      // No prepacked twin for this call: the plain call (exact, packing B itself).
+      const std::string why = packed->packings.empty() ? packed->why_none
+                              : kernel
+                                  ? std::string("kernel ") + kernel->name + " has no panels here"
+                                  : out.reason;
+      Tensor y = run_gemm(args, nullptr, &out);
+      out.reason += "; B not prepacked for it (" + why + ")";
+      return y;
+    }
+    out.reason += "; B prepacked (" + panels->layout.to_string() + ")";
+  }
   if (!kernel) return mmtune::gemm(args);
 
   Tensor a_t, b_t;
@@ -45,13 +74,13 @@ Tensor gemm(const GemmArgs& args, DispatchInfo* info) {
     a_t = transposed(*args.a);
     canon.a = &a_t;
   }
-  if (args.trans_b) {
+  if (args.trans_b && !panels) {
     b_t = transposed(*args.b);
     canon.b = &b_t;
   }
   Tensor y(t, {plan.m, plan.n});
   auto a = view(*canon.a, canon.a->shape);
-  auto b = view(*canon.b, canon.b->shape);
+  auto b = panels ? view(panels->panels, panels->panels.shape) : view(*canon.b, canon.b->shape);
   auto c = view(*canon.c, {plan.m, plan.n});  // zero strides where C broadcasts
   auto y_view = view(y, y.shape);
   KernelCall call(*kernel);
@@ -59,6 +88,40 @@ Tensor gemm(const GemmArgs& args, DispatchInfo* info) {
   call.check(fn(call.user_context(), a.raw_buffer(), b.raw_buffer(), c.raw_buffer(), canon.alpha,
                 canon.beta, y_view.raw_buffer()));
   return y;
+}
+
+}  // namespace
+
+Tensor gemm(const GemmArgs& args, DispatchInfo* info) { return run_gemm(args, nullptr, info); }
+
+Tensor gemm(const GemmArgs& args, const PackedB& packed_b, DispatchInfo* info) {
+  const PackedB::Impl& p =
+      packed_for_call(packed_b, "Gemm", args.b, args.b ? gemm_packing_key(args) : "");
+  return run_gemm(args, &p, info);
+}
+
+PackedB prepack_b(const GemmArgs& args) {
+  // The checks validate_gemm makes of B (A, C and the shapes are the calls').
+  const Tensor& b = require_present("Gemm", "B", args.b);
+  require_dtype("Gemm", "B", b,
+                {DType::kFloat16, DType::kFloat32, DType::kFloat64, DType::kUInt32, DType::kUInt64,
+                 DType::kInt32, DType::kInt64, DType::kBFloat16});
+  require_rank("Gemm", "B", b, 2);
+  GemmArgs canon = args;
+  const Tensor zero_c(b.dtype, {});
+  canon.c = &zero_c;
+  canon.trans_a = canon.trans_b = false;
+  canon.a = &b;  // the identity reads the type from A
+  const Tensor b_kn = args.trans_b ? transposed(b) : Tensor();
+  auto impl = pack_for_kernels(gemm_identity(canon), args.trans_b ? b_kn : b, /*dot8=*/false,
+                               /*with_column_sums=*/false);
+  impl->source = b.bytes.data();
+  impl->shape = b.shape;
+  impl->dtype = b.dtype;
+  impl->trans_b = args.trans_b;
+  impl->what = std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) + " " +
+               gemm_packing_key(args);
+  return PackedB(std::move(impl));
 }
 
 }  // namespace mmtune::runtime

@@ -1,14 +1,26 @@
 // QLinearMatMul through the linked kernels. The kernels compute one 2-D product with per-row and
 // per-column parameters; the host side the JIT path uses too (runtime/host/qlinear_matmul_host.h)
 // walks the N-D batch and widens the parameters exactly. The identity is the call's: operand and
-// output types, scale type, requantization mode (float8: the formats).
+// output types, scale type, requantization mode (float8: the formats). With a PackedB (b 2-D), the
+// prepacked twin of the kernel reads b's panels and column sums, computed once.
 #include "mmtune/mmtune.h"
+#include "reference/validate.h"
 #include "runtime/host/qlinear_matmul_host.h"
 #include "runtime/src/kernel_call.h"
+#include "runtime/src/prepack.h"
 
 namespace mmtune::runtime {
+namespace {
 
-Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
+// What fixes a QLinearMatMul PackedB besides b's dtype and shape.
+std::string qlinear_matmul_packing_key(const QLinearMatMulArgs& args) {
+  auto type = [](const Tensor* t) { return t ? dtype_name(t->dtype) : "none"; };
+  return std::string("a=") + type(args.a) + " y=" + type(args.y_zero_point) +
+         " scales=" + type(args.a_scale) + " requant=" + to_string(args.requant);
+}
+
+Tensor run_qlinear_matmul(const QLinearMatMulArgs& args, const PackedB::Impl* packed,
+                          DispatchInfo* info) {
   const QLinearMatMulPlan plan =
       validate_qlinear_matmul(args);  // the reference's checks and messages
   DispatchInfo local;
@@ -18,13 +30,33 @@ Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
     return run_qlinear_matmul_host(args, plan, {});  // calls no kernel
   }
   const MatMulShape& s = plan.shape;
-  const std::vector<BufferShape> buffers = {{{s.m, s.k}, args.a->dtype},
-                                            {{s.k, s.n}, args.b->dtype},
-                                            {{s.m, s.n}, plan.out_dtype},
-                                            {{s.m}, DType::kFloat32},
-                                            {{s.n}, DType::kFloat32}};
-  const KernelEntry* kernel =
-      choose_kernel(qlinear_matmul_identity(args), s.m, s.n, s.k, buffers, out);
+  std::vector<BufferShape> buffers = {{{s.m, s.k}, args.a->dtype},
+                                      {{s.k, s.n}, args.b->dtype},
+                                      {{s.m, s.n}, plan.out_dtype},
+                                      {{s.m}, DType::kFloat32},
+                                      {{s.n}, DType::kFloat32}};
+  KernelIdentity identity = qlinear_matmul_identity(args);
+  if (packed) {
+    identity = packed->identity;
+    for (const auto& p : packed->packings) buffers.push_back({p.panels.shape, args.b->dtype});
+  }
+  const KernelEntry* kernel = choose_kernel(identity, s.m, s.n, s.k, buffers, out);
+  PackedOperand operand;
+  if (packed) {
+    const PackedB::Impl::Packing* panels = kernel ? packed->packing_for(kernel) : nullptr;
+    if (!panels) {
+      // No prepacked twin for this call: the plain call (exact, packing b itself).
+      const std::string why = packed->packings.empty() ? packed->why_none
+                              : kernel
+                                  ? std::string("kernel ") + kernel->name + " has no panels here"
+                                  : out.reason;
+      Tensor y = run_qlinear_matmul(args, nullptr, &out);
+      out.reason += "; b not prepacked for it (" + why + ")";
+      return y;
+    }
+    out.reason += "; b prepacked (" + panels->layout.to_string() + ")";
+    operand = {&panels->panels, packed->column_sums.bytes.empty() ? nullptr : &packed->column_sums};
+  }
   if (!kernel) return mmtune::qlinear_matmul(args);
 
   KernelCall call(*kernel);
@@ -37,7 +69,46 @@ Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
         const int rc = fn(call.user_context(), a, b, as, az, bs, bz, sums, ys, yzp, y);
         call.check(rc);
         return rc;
-      });
+      },
+      nullptr, packed ? &operand : nullptr);
+}
+
+}  // namespace
+
+Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
+  return run_qlinear_matmul(args, nullptr, info);
+}
+
+Tensor qlinear_matmul(const QLinearMatMulArgs& args, const PackedB& packed_b, DispatchInfo* info) {
+  const PackedB::Impl& p = packed_for_call(packed_b, "QLinearMatMul", args.b,
+                                           args.b ? qlinear_matmul_packing_key(args) : "");
+  return run_qlinear_matmul(args, &p, info);
+}
+
+PackedB prepack_b(const QLinearMatMulArgs& args) {
+  constexpr const char* kOp = "QLinearMatMul";
+  const Tensor& b = require_present(kOp, "b", args.b);
+  require_rank(kOp, "b", b, 2);
+  const Tensor& a = require_present(kOp, "a", args.a);
+  require_present(kOp, "a_scale", args.a_scale);
+  require_present(kOp, "y_zero_point", args.y_zero_point);
+  const std::initializer_list<DType> types = {
+      DType::kInt8,          DType::kUInt8,          DType::kFloat8E4M3FN,
+      DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2,    DType::kFloat8E5M2FNUZ};
+  require_dtype(kOp, "a", a, types);
+  require_dtype(kOp, "b", b, types);
+  require_dtype(kOp, "y_zero_point", *args.y_zero_point, types);
+  require_dtype(kOp, "a_scale", *args.a_scale,
+                {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
+  const bool float8 = is_float8(b.dtype);
+  auto impl = pack_for_kernels(qlinear_matmul_identity(args), b, /*dot8=*/!float8,
+                               /*with_column_sums=*/!float8);
+  impl->source = b.bytes.data();
+  impl->shape = b.shape;
+  impl->dtype = b.dtype;
+  impl->what = std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) + " " +
+               qlinear_matmul_packing_key(args);
+  return PackedB(std::move(impl));
 }
 
 }  // namespace mmtune::runtime

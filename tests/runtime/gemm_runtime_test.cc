@@ -2,7 +2,8 @@
 // variant suites' shape categories (relative to the kernel's tile, moved into its bucket), both
 // transposes (materialized by the runtime), every C broadcast and an absent C, alpha/beta, Inf and
 // NaN inputs for the float types, and the kernel each call meant to cover must be the one that ran
-// (DispatchInfo).
+// (DispatchInfo). A prepacked twin (identity prepacked_b=true) is called the way users call it:
+// B packed by prepack_b, then gemm(args, packed).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -74,6 +75,7 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
   const std::vector<std::pair<float, float>> alpha_beta = {
       {1.0f, 1.0f}, {0.75f, 0.0f}, {-1.5f, 0.5f}, {1.0f, 0.0f}, {2.0f, -1.0f}};
   const bool slow = dtype_size(t) == 8 && t != DType::kFloat64;  // emulated 64-bit multiplies
+  const bool prepacked = kernel.identity.count("prepacked_b") > 0;
   int64_t cases = 0;
   int combo = 0;
   for (const auto& shape : testing::matmul_shapes(rows, cols, !slow)) {
@@ -121,7 +123,8 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
         DispatchInfo info;
         Tensor actual;
         try {
-          actual = runtime::gemm(args, &info);
+          actual = prepacked ? runtime::gemm(args, runtime::prepack_b(args), &info)
+                             : runtime::gemm(args, &info);
         } catch (const std::exception& e) {
           FAIL() << e.what() << " (" << context.str() << ")";
         }
@@ -132,7 +135,8 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
       }
     }
   }
-  std::cout << "[runtime] " << kernel.name << ": " << cases << " cases bit-exact\n";
+  std::cout << "[runtime] " << kernel.name << ": " << cases << " cases bit-exact"
+            << (prepacked ? " (B prepacked)" : "") << "\n";
 }
 
 std::vector<std::string> gemm_kernel_names() {

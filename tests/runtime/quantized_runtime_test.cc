@@ -112,6 +112,8 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
   int64_t cases = 0, outputs = 0;
   const runtime::Bucket bucket = testing::bucket_of(kernel.name);
   int64_t elsewhere = 0;  // batched / vector cases its bucket sends to a sibling kernel
+  // A prepacked twin (prepacked_b=true) is called as users call it: b (2-D) packed by prepack_b.
+  const bool prepacked = kernel.identity.count("prepacked_b") > 0;
   for (testing::QlmCase c : testing::qlinear_matmul_cases(rows, cols)) {
     if (c.a.back() == 0) continue;  // K = 0 takes the reference: QuantizedFallback below
     // A matrix case's M moved into the kernel's bucket (with a per-row parameter's), so that this
@@ -134,19 +136,23 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
             << " b" << shape_str(c.b) << " params a" << shape_str(c.a_param) << " b"
             << shape_str(c.b_param) << " seed " << seed;
     const Tensor expected = qlinear_matmul(args);
+    auto run = [&](DispatchInfo* info) {
+      return prepacked && c.b.size() == 2
+                 ? runtime::qlinear_matmul(args, runtime::prepack_b(args), info)
+                 : runtime::qlinear_matmul(args, info);
+    };
     if (!matrix) {
       // Batched and vector calls: bit-exact on whichever kernel their shape selects.
       DispatchInfo info;
-      const Tensor actual = runtime::qlinear_matmul(args, &info);
+      const Tensor actual = run(&info);
       ASSERT_TRUE(testing::bit_equal(expected, actual, context.str()));
       if (info.kernel != kernel.name) {
-        ++elsewhere;
+        // (A batched b cannot be prepacked: its call runs the plain kernel, as it should.)
+        if (!(prepacked && c.b.size() != 2)) ++elsewhere;
         continue;
       }
     } else {
-      ASSERT_TRUE(runs_on_kernel(
-          kernel.name, expected,
-          [&](DispatchInfo* info) { return runtime::qlinear_matmul(args, info); }, context.str()));
+      ASSERT_TRUE(runs_on_kernel(kernel.name, expected, run, context.str()));
     }
     ++cases;
     outputs += expected.numel();
@@ -154,7 +160,7 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
   // Every case a one-bucket kernel gets; every matrix case at least.
   if (bucket.m_min == 0 && bucket.m_max < 0) EXPECT_EQ(elsewhere, 0);
   std::cout << "[runtime] " << kernel.name << ": " << cases << " cases, " << outputs
-            << " outputs bit-exact\n";
+            << " outputs bit-exact" << (prepacked ? " (b prepacked)" : "") << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, QLinearMatMulRuntime,

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,45 @@ Tensor gemm(const GemmArgs& args, DispatchInfo* info = nullptr);
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info = nullptr);
 Tensor qgemm(const QGemmArgs& args, DispatchInfo* info = nullptr);
 Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* info = nullptr);
+
+// Constant weights: B packed once into the panels the kernels read (and, for 8-bit integers, its
+// column sums), so that calls with the same B do no packing, as ONNX Runtime's prepacking or
+// oneDNN's reordered weights do. Bit for bit the same results as the unpacked calls.
+//
+//   mmtune::runtime::PackedB pb = mmtune::runtime::prepack_b(args);  // once, args.b = the weights
+//   Tensor y = mmtune::runtime::gemm(args, pb, &info);                 // every call
+//
+// prepack_b packs B for every kernel of the call's identity at the level calls use now (one copy
+// per distinct panel layout among them); it reads args.b and what fixes the kernel's identity
+// (Gemm: B's dtype, transB and the float contract, A and C may be null; QLinearMatMul: b 2-D, the
+// dtypes of a, a_scale and y_zero_point and the requantization mode, not their values). A
+// call with a PackedB takes the same args with args.b the very tensor that was packed, unchanged
+// (it is the reference's operand wherever no kernel runs, so calls never lose exactness); a PackedB
+// of another operator, dtype, shape, transB, contract or b tensor is refused with InvalidArgument
+// before anything is computed. When the kernel a call selects has no prepacked twin (an identity
+// the build prepacks none of, a level changed since packing), the call packs as the plain call
+// does and DispatchInfo::reason says so. PackedB is immutable and may be shared across threads.
+class PackedB {
+ public:
+  PackedB() = default;  // holds nothing: every call refuses it
+  bool empty() const { return impl_ == nullptr; }
+  std::string op() const;           // the operator it was packed for
+  std::size_t bytes() const;        // memory held: panels and column sums
+  std::string description() const;  // its B, level, and the kernels and layouts it serves
+
+  struct Impl;  // runtime/src/prepack.h
+  explicit PackedB(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  const Impl* impl() const { return impl_.get(); }
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+
+PackedB prepack_b(const GemmArgs& args);
+PackedB prepack_b(const QLinearMatMulArgs& args);
+Tensor gemm(const GemmArgs& args, const PackedB& packed_b, DispatchInfo* info = nullptr);
+Tensor qlinear_matmul(const QLinearMatMulArgs& args, const PackedB& packed_b,
+                      DispatchInfo* info = nullptr);
 
 // Named-tensor entry point, the runtime's twin of run_reference (same names, attributes, checks).
 Tensor run(std::string_view op, const NamedTensors& inputs, const Attributes& attrs,

@@ -1,0 +1,116 @@
+// PackedB: packing B for the kernels of an identity, and the checks of a call that uses one.
+#include "runtime/src/prepack.h"
+
+#include <sstream>
+
+#include "reference/error.h"
+#include "runtime/src/dispatch.h"
+
+namespace mmtune::runtime {
+namespace {
+
+// The accumulator width of an identity's kernels (generators: float32 for float16/bfloat16/float32
+// Gemm, float64 for float64 and float8, the type's width for integer Gemm, 32 for 8-bit sums).
+int accumulator_bits(const KernelIdentity& id, bool* exact) {
+  if (id.op == "QLinearMatMul") {
+    *exact = id.params.count("a_format") == 0;  // float8: a float64 sum
+    return *exact ? 32 : 64;
+  }
+  const std::optional<DType> type = dtype_from_name(id.params.at("A.type"));
+  MMTUNE_CHECK(type, "Gemm identity of type " << id.params.at("A.type"));
+  const DType t = *type;
+  *exact = is_integer(t);
+  return static_cast<int>(dtype_size(gemm_accumulation_type(t)) * 8);
+}
+
+}  // namespace
+
+const PackedB::Impl::Packing* PackedB::Impl::packing_for(const KernelEntry* kernel) const {
+  for (const auto& [entry, index] : kernels) {
+    if (entry == kernel) return &packings[index];
+  }
+  return nullptr;
+}
+
+std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const Tensor& b,
+                                                bool dot8, bool with_column_sums) {
+  auto impl = std::make_shared<PackedB::Impl>();
+  identity.params["prepacked_b"] = "true";
+  impl->op = identity.op;
+  impl->identity = identity;
+  impl->k = b.shape[0];
+  impl->n = b.shape[1];
+  if (with_column_sums) impl->column_sums = column_sums_mod32(b);
+  if (impl->k == 0 || impl->n == 0) {
+    impl->why_none = "B is empty: calls need no kernel";
+    return impl;
+  }
+  bool exact = false;
+  const int bits = accumulator_bits(identity, &exact);
+  const std::vector<Level>& all = levels();
+  for (std::size_t i = first_allowed_level(); i < all.size(); ++i) {
+    const Level& level = all[i];
+    const IdentityGroup* g = find_group(level.groups, identity.op, identity.params);
+    if (!g || level.cannot_run) continue;
+    impl->target = level.table->target;
+    for (const KernelEntry* e : g->entries) {
+      const PanelLayout l = panel_layout(impl->target, parse_params(e->schedule), bits, exact, dot8);
+      std::size_t index = impl->packings.size();
+      for (std::size_t p = 0; p < impl->packings.size(); ++p) {
+        if (impl->packings[p].layout == l) index = p;
+      }
+      if (index == impl->packings.size()) impl->packings.push_back({l, pack_b_panels(b, l)});
+      impl->kernels.emplace_back(e, index);
+    }
+    return impl;
+  }
+  impl->why_none = "no prepacked " + identity.op + " kernel in this build (" + used_targets_text() +
+                   ") computes " + identity.to_string();
+  return impl;
+}
+
+const PackedB::Impl& packed_for_call(const PackedB& packed, const std::string& op, const Tensor* b,
+                                     const std::string& what) {
+  const PackedB::Impl* p = packed.impl();
+  if (!p) invalid(op, "packed_b is empty; make it with prepack_b from this call's B");
+  if (p->op != op) invalid(op, "packed_b holds a B prepacked for ", p->op, ", not ", op);
+  const std::string name = op == "Gemm" ? "B" : "b";
+  if (!b) invalid(op, name, " is null; pass the tensor packed_b was prepacked from");
+  std::ostringstream call;
+  call << dtype_name(b->dtype) << " " << shape_str(b->shape) << " " << what;
+  if (call.str() != p->what) {
+    invalid(op, "packed_b was prepacked from ", name, " ", p->what, "; this call has ", call.str());
+  }
+  if (b->bytes.data() != p->source) {
+    invalid(op, name, " is not the tensor packed_b was prepacked from (same shape and type, other "
+                      "storage); pass that tensor, unchanged since prepack_b");
+  }
+  return *p;
+}
+
+std::string PackedB::op() const { return impl_ ? impl_->op : ""; }
+
+std::size_t PackedB::bytes() const {
+  if (!impl_) return 0;
+  std::size_t n = impl_->column_sums.bytes.size();
+  for (const auto& p : impl_->packings) n += p.panels.bytes.size();
+  return n;
+}
+
+std::string PackedB::description() const {
+  if (!impl_) return "empty";
+  std::ostringstream os;
+  os << impl_->op << " " << (impl_->op == "Gemm" ? "B " : "b ") << impl_->what;
+  if (impl_->packings.empty()) {
+    os << ": nothing packed (" << impl_->why_none << ")";
+    return os.str();
+  }
+  os << ", packed for level " << impl_->target << ":";
+  for (const auto& [entry, index] : impl_->kernels)
+    os << " " << entry->name << " [" << impl_->packings[index].layout.to_string() << "]";
+  if (!impl_->column_sums.bytes.empty()) os << "; with its column sums";
+  os << "; " << bytes() << " bytes";
+  return os.str();
+}
+
+}  // namespace mmtune::runtime

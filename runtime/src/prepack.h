@@ -1,0 +1,48 @@
+// What a PackedB holds (mmtune.h), and how a call with one finds its kernel's panels.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mmtune/mmtune.h"
+#include "runtime/host/kernel_identity.h"
+#include "runtime/host/packed_b.h"
+#include "runtime/src/kernel_table.h"
+
+namespace mmtune::runtime {
+
+struct PackedB::Impl {
+  std::string op;
+  KernelIdentity identity;  // the prepacked kernels' (prepacked_b=true)
+  // The B it was packed from: a call must pass this very tensor, unchanged in shape and type.
+  const uint8_t* source = nullptr;
+  Shape shape;
+  DType dtype = DType::kFloat32;
+  bool trans_b = false;  // Gemm
+  std::string what;      // "Gemm float32 B [K,N] transB=0 contract=strict"
+  int64_t k = 0, n = 0;  // the canonical B (K, N)
+  std::string target;    // the level packed for ("" when none has a prepacked kernel)
+  struct Packing {
+    PanelLayout layout;
+    Tensor panels;
+  };
+  std::vector<Packing> packings;
+  std::vector<std::pair<const KernelEntry*, std::size_t>> kernels;  // kernel -> its packing
+  Tensor column_sums;  // 8-bit integer B: column_sums_mod32
+  std::string why_none;  // why no kernel has panels here (packings empty)
+
+  const Packing* packing_for(const KernelEntry* kernel) const;
+};
+
+// Packs `b` (K, N, canonical) for every kernel of `identity` (prepacked_b=true) at the highest
+// level calls may use that runs here and has it.
+std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const Tensor& b,
+                                                bool dot8, bool with_column_sums);
+
+// The PackedB a call of `op` may use with `b` (the tensor it passes as B), or InvalidArgument
+// saying what differs: another operator, B tensor, shape, dtype, or what `what` names.
+const PackedB::Impl& packed_for_call(const PackedB& packed, const std::string& op,
+                                     const Tensor* b, const std::string& what);
+
+}  // namespace mmtune::runtime
