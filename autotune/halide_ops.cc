@@ -86,32 +86,32 @@ KernelKey prepacked_key(KernelIdentity id, const HalideVariant& v, bool dot8, Pa
 
 std::size_t jit_cache_size() { return jit::cache_size(); }
 
-Tensor gemm_halide(const GemmArgs& given, const HalideVariant& v, JitRun* run) {
-  const GemmPlan plan = validate_gemm(given);
+Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v, JitRun* run) {
+  const GemmPlan plan = validate_gemm(args);
   // A prepacked B is packed from B (K, N): a transposed one is materialized first.
-  GemmArgs args = given;
+  GemmArgs call = args;
   Tensor b_t;
-  if (v.prepacked_b && args.trans_b) {
-    b_t = transposed(*args.b);
-    args.b = &b_t;
-    args.trans_b = false;
+  if (v.prepacked_b && call.trans_b) {
+    b_t = transposed(*call.b);
+    call.b = &b_t;
+    call.trans_b = false;
   }
   PanelLayout layout;
-  LazyKernel kernel(prepacked_key(gemm_identity(args), v, false, &layout), v.target, run);
-  require_halide_buffers("Gemm", {{"A", args.a->shape, args.a->dtype},
-                                  {"B", args.b->shape, args.b->dtype},
-                                  {"Y", {plan.m, plan.n}, args.a->dtype}});
+  LazyKernel kernel(prepacked_key(gemm_identity(call), v, false, &layout), v.target, run);
+  require_halide_buffers("Gemm", {{"A", call.a->shape, call.a->dtype},
+                                  {"B", call.b->shape, call.b->dtype},
+                                  {"Y", {plan.m, plan.n}, call.a->dtype}});
   // K = 0: no sum to compute, the result is the epilogue alone; the reference evaluates it.
-  if (plan.k == 0) return gemm(args);
-  Tensor y(args.a->dtype, {plan.m, plan.n});
+  if (plan.k == 0) return gemm(call);
+  Tensor y(call.a->dtype, {plan.m, plan.n});
   if (y.numel() == 0) return y;
-  const Tensor dummy(args.a->dtype, {});
-  const Tensor panels = v.prepacked_b ? pack_b_panels(*args.b, layout) : Tensor();
-  auto a = view(*args.a, args.a->shape);
-  auto b = v.prepacked_b ? view(panels, panels.shape) : view(*args.b, args.b->shape);
-  auto c = args.c ? view(*args.c, {plan.m, plan.n}) : view(dummy, {1, 1});
+  const Tensor dummy(call.a->dtype, {});
+  const Tensor panels = v.prepacked_b ? pack_b_panels(*call.b, layout) : Tensor();
+  auto a = view(*call.a, call.a->shape);
+  auto b = v.prepacked_b ? view(panels, panels.shape) : view(*call.b, call.b->shape);
+  auto c = call.c ? view(*call.c, {plan.m, plan.n}) : view(dummy, {1, 1});
   auto out = view_matrix(output_data(y, kernel.placed_output()), y.dtype, 0, plan.m, plan.n);
-  kernel(a.raw_buffer(), b.raw_buffer(), c.raw_buffer(), args.alpha, args.beta, out.raw_buffer());
+  kernel(a.raw_buffer(), b.raw_buffer(), c.raw_buffer(), call.alpha, call.beta, out.raw_buffer());
   finish_output(y, kernel.placed_output());
   return y;
 }

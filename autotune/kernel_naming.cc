@@ -90,6 +90,9 @@ std::string kernel_name(const std::string& op, const std::map<std::string, std::
   } else {
     invalid("kernel name", "no naming rule for ", op, " kernels yet (docs/naming.md)");
   }
+  // A kernel that reads B prepacked (runtime/host/packed_b.h) takes other inputs: its own identity.
+  auto pre = id.find("prepacked_b");
+  if (pre != id.end() && pre->second == "true") what += "_prepacked";
   const schedules::TargetInfo ti = schedules::target_info(target);
   const auto s =
       schedules::Schedule::from_generator_params(schedule, schedules::default_template(ti));

@@ -49,7 +49,9 @@ class GemmGenerator : public Generator<GemmGenerator> {
     const Expr m = trans_a ? A.dim(0).extent() : A.dim(1).extent();
     const Expr k = trans_a ? A.dim(1).extent() : A.dim(0).extent();
     // B in panels no longer tells N: Y does.
-    const Expr n = b_in_panels ? Y.dim(0).extent() : trans_b ? B.dim(1).extent() : B.dim(0).extent();
+    const Expr n = b_in_panels ? Y.dim(0).extent()
+                   : trans_b   ? B.dim(1).extent()
+                               : B.dim(0).extent();
 
     Func a_raw = clamped_matrix(A, k, m, trans_a, "a_raw");
     Func b_raw = clamped_matrix(B, n, k, trans_b, "b_raw");

@@ -116,8 +116,8 @@ std::optional<std::string> compute_cannot_run(const std::string& target) {
   const bool cannonlake = skylake && f.avx512ifma && f.avx512vbmi;
   // Halide compiles avx512_zen4 with -mcpu=znver4: every AVX-512 extension Zen 4 has (Sapphire
   // Rapids and Zen 5 have them all too).
-  const bool zen4 = cannonlake && f.avx512vnni && f.avx512bf16 && f.avx512vbmi2 &&
-                    f.avx512bitalg && f.avx512vpopcntdq && f.gfni && f.vaes && f.vpclmulqdq;
+  const bool zen4 = cannonlake && f.avx512vnni && f.avx512bf16 && f.avx512vbmi2 && f.avx512bitalg &&
+                    f.avx512vpopcntdq && f.gfni && f.vaes && f.vpclmulqdq;
   const std::map<std::string, bool> known = {
       {"sse41", f.sse41},
       {"avx", f.avx},

@@ -119,8 +119,8 @@ PackedB prepack_b(const GemmArgs& args) {
   impl->shape = b.shape;
   impl->dtype = b.dtype;
   impl->trans_b = args.trans_b;
-  impl->what = std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) + " " +
-               gemm_packing_key(args);
+  impl->what =
+      std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) + " " + gemm_packing_key(args);
   return PackedB(std::move(impl));
 }
 

@@ -23,9 +23,8 @@ using GemmKernelFn = int (*)(const void* user_context, halide_buffer_t* A, halid
 using QLinearMatMulKernelFn = int (*)(const void* user_context, halide_buffer_t* a,
                                       halide_buffer_t* b, halide_buffer_t* a_scale,
                                       halide_buffer_t* a_zero_point, halide_buffer_t* b_scale,
-                                      halide_buffer_t* b_zero_point,
-                                      halide_buffer_t* b_column_sums, float y_scale,
-                                      int32_t y_zero_point, halide_buffer_t* y);
+                                      halide_buffer_t* b_zero_point, halide_buffer_t* b_column_sums,
+                                      float y_scale, int32_t y_zero_point, halide_buffer_t* y);
 using QGemmKernelFn = int (*)(const void* user_context, halide_buffer_t* A, halide_buffer_t* B,
                               halide_buffer_t* C, float a_scale, int32_t a_zero_point,
                               halide_buffer_t* b_scale, halide_buffer_t* b_zero_point,

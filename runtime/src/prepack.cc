@@ -32,8 +32,8 @@ const PackedB::Impl::Packing* PackedB::Impl::packing_for(const KernelEntry* kern
   return nullptr;
 }
 
-std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const Tensor& b,
-                                                bool dot8, bool with_column_sums) {
+std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const Tensor& b, bool dot8,
+                                                bool with_column_sums) {
   auto impl = std::make_shared<PackedB::Impl>();
   identity.params["prepacked_b"] = "true";
   impl->op = identity.op;
@@ -54,7 +54,8 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const T
     if (!g || level.cannot_run) continue;
     impl->target = level.table->target;
     for (const KernelEntry* e : g->entries) {
-      const PanelLayout l = panel_layout(impl->target, parse_params(e->schedule), bits, exact, dot8);
+      const PanelLayout l =
+          panel_layout(impl->target, parse_params(e->schedule), bits, exact, dot8);
       std::size_t index = impl->packings.size();
       for (std::size_t p = 0; p < impl->packings.size(); ++p) {
         if (impl->packings[p].layout == l) index = p;
@@ -82,8 +83,9 @@ const PackedB::Impl& packed_for_call(const PackedB& packed, const std::string& o
     invalid(op, "packed_b was prepacked from ", name, " ", p->what, "; this call has ", call.str());
   }
   if (b->bytes.data() != p->source) {
-    invalid(op, name, " is not the tensor packed_b was prepacked from (same shape and type, other "
-                      "storage); pass that tensor, unchanged since prepack_b");
+    invalid(op, name,
+            " is not the tensor packed_b was prepacked from (same shape and type, other "
+            "storage); pass that tensor, unchanged since prepack_b");
   }
   return *p;
 }

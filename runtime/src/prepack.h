@@ -29,7 +29,7 @@ struct PackedB::Impl {
   };
   std::vector<Packing> packings;
   std::vector<std::pair<const KernelEntry*, std::size_t>> kernels;  // kernel -> its packing
-  Tensor column_sums;  // 8-bit integer B: column_sums_mod32
+  Tensor column_sums;    // 8-bit integer B: column_sums_mod32
   std::string why_none;  // why no kernel has panels here (packings empty)
 
   const Packing* packing_for(const KernelEntry* kernel) const;
@@ -37,12 +37,12 @@ struct PackedB::Impl {
 
 // Packs `b` (K, N, canonical) for every kernel of `identity` (prepacked_b=true) at the highest
 // level calls may use that runs here and has it.
-std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const Tensor& b,
-                                                bool dot8, bool with_column_sums);
+std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const Tensor& b, bool dot8,
+                                                bool with_column_sums);
 
 // The PackedB a call of `op` may use with `b` (the tensor it passes as B), or InvalidArgument
 // saying what differs: another operator, B tensor, shape, dtype, or what `what` names.
-const PackedB::Impl& packed_for_call(const PackedB& packed, const std::string& op,
-                                     const Tensor* b, const std::string& what);
+const PackedB::Impl& packed_for_call(const PackedB& packed, const std::string& op, const Tensor* b,
+                                     const std::string& what);
 
 }  // namespace mmtune::runtime

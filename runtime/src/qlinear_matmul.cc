@@ -92,9 +92,9 @@ PackedB prepack_b(const QLinearMatMulArgs& args) {
   const Tensor& a = require_present(kOp, "a", args.a);
   require_present(kOp, "a_scale", args.a_scale);
   require_present(kOp, "y_zero_point", args.y_zero_point);
-  const std::initializer_list<DType> types = {
-      DType::kInt8,          DType::kUInt8,          DType::kFloat8E4M3FN,
-      DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2,    DType::kFloat8E5M2FNUZ};
+  const std::initializer_list<DType> types = {DType::kInt8,         DType::kUInt8,
+                                              DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ,
+                                              DType::kFloat8E5M2,   DType::kFloat8E5M2FNUZ};
   require_dtype(kOp, "a", a, types);
   require_dtype(kOp, "b", b, types);
   require_dtype(kOp, "y_zero_point", *args.y_zero_point, types);

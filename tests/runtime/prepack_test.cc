@@ -33,8 +33,8 @@ TEST(PackedB, RuntimeLayoutsAreTheTemplates) {
          {schedules::Accumulator{32, false}, schedules::Accumulator{64, false},
           schedules::Accumulator{32, true}, schedules::Accumulator{64, true}}) {
       for (int draw = 0; draw < 300; ++draw) {
-        const schedules::Schedule s =
-            draw == 0 ? schedules::default_schedule(t, acc) : schedules::sample("cpu_matmul", t, acc, rng);
+        const schedules::Schedule s = draw == 0 ? schedules::default_schedule(t, acc)
+                                                : schedules::sample("cpu_matmul", t, acc, rng);
         const schedules::MatmulLayout want = s.layout(t, acc);
         const PanelLayout got =
             panel_layout(target, s.generator_params(), acc.bits, acc.exact, false);
@@ -135,9 +135,9 @@ TEST(PackedB, GemmIsBitExactAndRunsThePrepackedKernel) {
         DispatchInfo info;
         const Tensor y = runtime::gemm(g.args, pb, &info);
         const std::string context = std::to_string(m) + "x" + std::to_string(n) + "x" +
-                                    std::to_string(k) + " transB=" + std::to_string(trans_b) +
-                                    " " + to_string(contract) + ": " + info.kernel + " " +
-                                    info.reason + " / " + pb.description();
+                                    std::to_string(k) + " transB=" + std::to_string(trans_b) + " " +
+                                    to_string(contract) + ": " + info.kernel + " " + info.reason +
+                                    " / " + pb.description();
         ASSERT_TRUE(testing::bit_equal(gemm(g.args), y, context));
         // The same PackedB again (no state between calls).
         ASSERT_TRUE(testing::bit_equal(y, runtime::gemm(g.args, pb), context));
@@ -171,8 +171,9 @@ TEST(PackedB, QLinearMatMulIsBitExactAndRunsThePrepackedKernel) {
                                    {"prefill", {100, 65}, {65, 129}, {1, 129}},
                                    {"batched a", {2, 3, 40}, {40, 50}, {50}},
                                    {"deep K", {2, 33100}, {33100, 20}, {20}}};
-  for (const auto& [ta, tb, ty] : std::vector<std::array<DType, 3>>{
-           {DType::kUInt8, DType::kInt8, DType::kUInt8}, {DType::kInt8, DType::kInt8, DType::kInt8}}) {
+  for (const auto& [ta, tb, ty] :
+       std::vector<std::array<DType, 3>>{{DType::kUInt8, DType::kInt8, DType::kUInt8},
+                                         {DType::kInt8, DType::kInt8, DType::kInt8}}) {
     const bool twins = has_prepacked("QLinearMatMul", "b.type", dtype_name(tb));
     for (const Case& c : cases) {
       testing::QlmCase qc;
@@ -206,7 +207,9 @@ TEST(PackedB, MismatchesAreRefused) {
   std::mt19937_64 rng(testing::variant_seed() + 2);
   GemmCall g = gemm_call(4, 30, 20, false, FloatContract::kStrict, rng);
   const runtime::PackedB pb = runtime::prepack_b(g.args);
-  auto refused = [](const std::function<void()>& f) { return testing::invalid_argument_message(f); };
+  auto refused = [](const std::function<void()>& f) {
+    return testing::invalid_argument_message(f);
+  };
 
   EXPECT_NE(refused([&] { runtime::gemm(g.args, runtime::PackedB()); }).find("packed_b is empty"),
             std::string::npos);
@@ -258,14 +261,14 @@ TEST(PackedB, MismatchesAreRefused) {
   qc.b = {2, 8, 5};
   const testing::QlmInputs batched = testing::make_qlinear_matmul_inputs(
       DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, qc, rng);
-  EXPECT_NE(refused([&] { runtime::prepack_b(batched.args(RequantMode::kFloat32)); })
-                .find("rank 2"),
-            std::string::npos);
+  EXPECT_NE(
+      refused([&] { runtime::prepack_b(batched.args(RequantMode::kFloat32)); }).find("rank 2"),
+      std::string::npos);
   // prepack_b checks what it reads: B's type.
   Tensor b8 = testing::random_tensor(DType::kInt8, {4, 4}, rng, -1, 1);
   GemmArgs bad;
   bad.b = &b8;
-  EXPECT_NE(refused([&] { runtime::prepack_b(bad); }).find("B"), std::string::npos);
+  EXPECT_NE(refused([&] { runtime::prepack_b(bad); }).find("int8"), std::string::npos);
 }
 
 // Identities without a prepacked twin, and a level capped after packing: the call packs as the

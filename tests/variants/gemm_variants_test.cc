@@ -96,8 +96,7 @@ TEST_P(GemmVariants, BitExactAgainstReference) {
               << " C=" << (args.c ? shape_str(c.shape) : "none") << " alpha=" << args.alpha
               << " beta=" << args.beta << " contract=" << to_string(args.contract)
               << " data=" << (is_float(t) ? testing::float_data_name(data) : "integer")
-              << (run.prepacked ? " B prepacked" : "")
-              << " schedule " << run.draw->name << " "
+              << (run.prepacked ? " B prepacked" : "") << " schedule " << run.draw->name << " "
               << kernel_key(gemm_identity(args), variant).to_string() << " seed " << seed;
       ASSERT_TRUE(testing::gated_equal(
           expected, [&](JitRun& r) { return gemm_halide(args, variant, &r); },

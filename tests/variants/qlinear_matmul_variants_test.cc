@@ -62,8 +62,8 @@ TEST_P(QLinearMatMulVariants, BitExactAgainstReference) {
               << " b" << shape_str(c.b) << " params a" << shape_str(c.a_param) << " b"
               << shape_str(c.b_param) << " scale " << dtype_name(st) << " requant "
               << to_string(mode) << (variant.prepacked_b ? " b prepacked" : "") << " schedule "
-              << draw.name << " "
-              << kernel_key(qlinear_matmul_identity(args), variant).to_string() << " seed " << seed;
+              << draw.name << " " << kernel_key(qlinear_matmul_identity(args), variant).to_string()
+              << " seed " << seed;
       Tensor expected;
       try {
         expected = qlinear_matmul(args);
