@@ -37,7 +37,8 @@ namespace {
 using tune::OpCall;
 
 // The implementations `--impl` names, in the order they are listed.
-const std::vector<std::string> kImpls = {"runtime", "kernel", "halide", "openblas", "onednn"};
+const std::vector<std::string> kImpls = {"runtime", "prepacked", "kernel",
+                                         "halide",  "openblas",  "onednn"};
 
 // One implementation set up on one shape's input copies.
 struct Impl {
@@ -67,6 +68,24 @@ std::function<Tensor(DispatchInfo*)> typed_runtime_call(const OpCall& c) {
   auto args =
       std::make_shared<QuantMatmulDequantArgs>(quant_matmul_dequant_args(c.inputs, c.attrs));
   return [args](DispatchInfo* info) { return runtime::quant_matmul_dequant(*args, info); };
+}
+
+// The runtime's call with B prepacked (prepack_b, once per input copy, outside the timed calls):
+// Gemm and QLinearMatMul with a 2-D b; nullptr for others.
+std::function<Tensor(DispatchInfo*)> prepacked_runtime_call(const OpCall& c) {
+  const std::string op = find_operator(c.op).name;
+  if (op == "Gemm") {
+    auto args = std::make_shared<GemmArgs>(gemm_args(c.inputs, c.attrs));
+    auto pb = std::make_shared<runtime::PackedB>(runtime::prepack_b(*args));
+    return [args, pb](DispatchInfo* info) { return runtime::gemm(*args, *pb, info); };
+  }
+  if (op == "QLinearMatMul") {
+    auto args = std::make_shared<QLinearMatMulArgs>(qlinear_matmul_args(c.inputs, c.attrs));
+    if (args->b->rank() != 2) return nullptr;
+    auto pb = std::make_shared<runtime::PackedB>(runtime::prepack_b(*args));
+    return [args, pb](DispatchInfo* info) { return runtime::qlinear_matmul(*args, *pb, info); };
+  }
+  return nullptr;
 }
 
 // Throws InternalError when `got` is not the reference's result bit for bit.
@@ -159,6 +178,18 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       impl.kernel = dispatched.kernel;
       impl.note = "bit-exact with the reference; " + dispatched.reason;
       impl.call = [calls](std::size_t ci) { calls[ci](nullptr); };
+    } else if (name == "prepacked") {
+      std::vector<std::function<Tensor(DispatchInfo*)>> calls;
+      for (const OpCall& c : copies) calls.push_back(prepacked_runtime_call(c));
+      if (!calls[0]) {
+        if (halide_if_kernel) continue;
+        invalid("bench", "--impl prepacked: Gemm and QLinearMatMul with a 2-D b only (", spec, ")");
+      }
+      DispatchInfo info;
+      check_exact(name, want, calls[0](&info));
+      impl.kernel = info.kernel;
+      impl.note = "bit-exact with the reference; B prepacked once (prepack_b); " + info.reason;
+      impl.call = [calls](std::size_t ci) { calls[ci](nullptr); };
     } else if (name == "kernel") {
       dispatch();
       const bool gemm = find_operator(c0.op).name == "Gemm";
@@ -222,8 +253,8 @@ std::function<int()> add_bench_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
   sub->add_option("--impl", o->impls,
-                  "runtime, kernel, halide, openblas, onednn, or all (default; a comma list or "
-                  "repeated)")
+                  "runtime, prepacked, kernel, halide, openblas, onednn, or all (default; a comma "
+                  "list or repeated)")
       ->delimiter(',');
   sub->add_option("--max-time", o->max_time,
                   "seconds of samples per implementation and shape at most (default 2)")
@@ -236,6 +267,8 @@ std::function<int()> add_bench_command(CLI::App& app) {
 Times the call users make: the runtime's typed entry point (mmtune::runtime::gemm, ...), which
 validates, dispatches to the ahead-of-time kernel linked into this build for the identity and
 shape (or the reference where none may run) and allocates the output, in this process against
+  prepacked the same call with B prepacked once (mmtune::runtime::prepack_b; Gemm, QLinearMatMul
+            with a 2-D b): the prepacked twin of the kernel, no packing per call
   kernel    that AOT kernel alone, called directly on buffers made once into a preallocated output
             (float32.. Gemm without transposes): the runtime's time minus its time is the call's
             cost outside the kernel (the us/call column)
@@ -262,7 +295,7 @@ Examples:
     for (const std::string& i : o->impls) {
       if (i != "all" && std::find(kImpls.begin(), kImpls.end(), i) == kImpls.end()) {
         invalid("bench", "--impl '", i,
-                "' is not runtime, kernel, halide, openblas, onednn or all");
+                "' is not runtime, prepacked, kernel, halide, openblas, onednn or all");
       }
     }
     const bool all = std::find(o->impls.begin(), o->impls.end(), "all") != o->impls.end();

@@ -27,6 +27,8 @@ struct X86Features {
        vaes = false, vpclmulqdq = false;
   // ... and of -mcpu=sapphirerapids (Halide's avx512_sapphirerapids) beyond those.
   bool avx512fp16 = false, amx = false;
+  // ... and of -mcpu=znver5 (avx512_zen5): the vector extensions Zen 5 adds to Zen 4's.
+  bool avx512vp2intersect = false;
 };
 
 X86Features detect_x86() {
@@ -63,6 +65,7 @@ X86Features detect_x86() {
     f.avx512bitalg = f.avx512f && (c & (1u << 12));
     f.avx512vpopcntdq = f.avx512f && (c & (1u << 14));
     f.avx512fp16 = f.avx512f && (d & (1u << 23));
+    f.avx512vp2intersect = f.avx512f && (d & (1u << 8));
     f.amx = (d & (1u << 22)) && (d & (1u << 24)) && (d & (1u << 25));  // bf16, tile, int8
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
@@ -128,6 +131,7 @@ std::optional<std::string> compute_cannot_run(const std::string& target) {
       {"avx512_skylake", skylake},
       {"avx512_cannonlake", cannonlake},
       {"avx512_zen4", zen4},
+      {"avx512_zen5", zen4 && f.avxvnni && f.avx512vp2intersect},
       {"avx512_sapphirerapids", zen4 && f.avxvnni && f.avx512fp16 && f.amx},
       {"avxvnni", f.avxvnni},
   };

@@ -567,6 +567,15 @@ TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
     EXPECT_EQ(by_impl["kernel"].at("kernel"),
               by_impl["runtime"].at("kernel").get<std::string>() + " (called directly)");
   }
+  // The call with B prepacked once: the prepacked twin where the build has float32 Gemm twins.
+  ASSERT_TRUE(by_impl.count("prepacked")) << r.out;
+  EXPECT_NE(by_impl["prepacked"].at("note").get<std::string>().find("prepack_b"),
+            std::string::npos);
+  if (has_kernel) {
+    EXPECT_NE(by_impl["prepacked"].at("kernel").get<std::string>().find("_prepacked__"),
+              std::string::npos)
+        << r.out;
+  }
   for (const auto& [impl, row] : by_impl) {
     // Seconds per call and the rate are one figure: 2 M N K operations a call.
     EXPECT_NEAR(row.at("seconds").get<double>() * row.at("rate").get<double>(), 2.0 * 16 * 64 * 64,
@@ -597,6 +606,11 @@ TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
   EXPECT_NE(text.out.find("openblas"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("1.00x"), std::string::npos) << text.out;  // the runtime against itself
 
+  const CliResult q_prepacked =
+      run("bench --op QGemm:uint8,int8 --shape 4,4,4 --impl prepacked --max-time 0.05");
+  EXPECT_EQ(q_prepacked.exit_code, 1);
+  EXPECT_NE(q_prepacked.err.find("--impl prepacked: Gemm and QLinearMatMul"), std::string::npos)
+      << q_prepacked.err;
   const CliResult not_blas = run("bench --op QGemm:uint8,int8 --shape 4,4,4 --impl openblas");
   EXPECT_EQ(not_blas.exit_code, 1);
   EXPECT_NE(not_blas.err.find("openblas does not compute QGemm:uint8,int8"), std::string::npos)
