@@ -57,10 +57,7 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
     panels = kernel ? packed->packing_for(kernel) : nullptr;
     if (!panels) {
       // No prepacked twin for this call: the plain call (exact, packing B itself).
-      const std::string why = packed->packings.empty() ? packed->why_none
-                              : kernel
-                                  ? std::string("kernel ") + kernel->name + " has no panels here"
-                                  : out.reason;
+      const std::string why = no_panels_reason(*packed, kernel, out.reason);
       Tensor y = run_gemm(args, nullptr, &out);
       out.reason += "; B not prepacked for it (" + why + ")";
       return y;

@@ -70,6 +70,13 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const T
   return impl;
 }
 
+std::string no_panels_reason(const PackedB::Impl& packed, const KernelEntry* kernel,
+                             const std::string& reason) {
+  if (packed.packings.empty()) return packed.why_none;
+  if (kernel) return std::string("kernel ") + kernel->name + " has no panels here";
+  return reason;
+}
+
 const PackedB::Impl& packed_for_call(const PackedB& packed, const std::string& op, const Tensor* b,
                                      const std::string& what) {
   const PackedB::Impl* p = packed.impl();

@@ -40,6 +40,11 @@ struct PackedB::Impl {
 std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const Tensor& b, bool dot8,
                                                 bool with_column_sums);
 
+// Why a call with `packed` finds no panels for `kernel` (nullptr: no kernel may run; `reason` is
+// the dispatch's).
+std::string no_panels_reason(const PackedB::Impl& packed, const KernelEntry* kernel,
+                             const std::string& reason);
+
 // The PackedB a call of `op` may use with `b` (the tensor it passes as B), or InvalidArgument
 // saying what differs: another operator, B tensor, shape, dtype, or what `what` names.
 const PackedB::Impl& packed_for_call(const PackedB& packed, const std::string& op, const Tensor* b,

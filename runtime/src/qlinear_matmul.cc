@@ -46,10 +46,7 @@ Tensor run_qlinear_matmul(const QLinearMatMulArgs& args, const PackedB::Impl* pa
     const PackedB::Impl::Packing* panels = kernel ? packed->packing_for(kernel) : nullptr;
     if (!panels) {
       // No prepacked twin for this call: the plain call (exact, packing b itself).
-      const std::string why = packed->packings.empty() ? packed->why_none
-                              : kernel
-                                  ? std::string("kernel ") + kernel->name + " has no panels here"
-                                  : out.reason;
+      const std::string why = no_panels_reason(*packed, kernel, out.reason);
       Tensor y = run_qlinear_matmul(args, nullptr, &out);
       out.reason += "; b not prepacked for it (" + why + ")";
       return y;
