@@ -37,7 +37,7 @@ namespace {
 using tune::OpCall;
 
 // The implementations `--impl` names, in the order they are listed.
-const std::vector<std::string> kImpls = {"runtime", "prepacked", "kernel",
+const std::vector<std::string> kImpls = {"runtime", "prepacked", "prepared", "kernel",
                                          "halide",  "openblas",  "onednn"};
 
 // One implementation set up on one shape's input copies.
@@ -96,6 +96,43 @@ void check_exact(const std::string& impl, const Tensor& want, const Tensor& got)
   MMTUNE_CHECK(false, "mmtune bench: the " << impl << " result differs from the reference's (first "
                                            << "at byte " << at << " of " << want.bytes.size()
                                            << "): not timed");
+}
+
+// The prepared call (prepare_gemm / prepare_qlinear_matmul with B prepacked, once per input copy)
+// running into an output made once: what a framework's inference step pays. Checked against
+// `want` bit for bit; nullptr for other operators or a batched QLinearMatMul.
+std::function<void()> prepared_runtime_call(const OpCall& c, const Tensor& want,
+                                            DispatchInfo* info) {
+  const std::string op = find_operator(c.op).name;
+  auto out = std::make_shared<Tensor>(want.dtype, want.shape);
+  if (op == "Gemm") {
+    auto args = std::make_shared<GemmArgs>(gemm_args(c.inputs, c.attrs));
+    const runtime::PackedB pb = runtime::prepack_b(*args);
+    auto prepared = std::make_shared<runtime::PreparedGemm>(runtime::prepare_gemm(*args, &pb));
+    *info = prepared->info();
+    auto run = [args, prepared, out] {
+      prepared->run(args->a->bytes.data(), args->b->bytes.data(),
+                    args->c ? args->c->bytes.data() : nullptr, out->bytes.data());
+    };
+    run();
+    check_exact("prepared", want, *out);
+    return run;
+  }
+  if (op == "QLinearMatMul") {
+    auto args = std::make_shared<QLinearMatMulArgs>(qlinear_matmul_args(c.inputs, c.attrs));
+    if (args->a->rank() != 2 || args->b->rank() != 2) return nullptr;
+    const runtime::PackedB pb = runtime::prepack_b(*args);
+    auto prepared = std::make_shared<runtime::PreparedQLinearMatMul>(
+        runtime::prepare_qlinear_matmul(*args, &pb));
+    *info = prepared->info();
+    auto run = [args, prepared, out] {
+      prepared->run(args->a->bytes.data(), args->b->bytes.data(), out->bytes.data());
+    };
+    run();
+    check_exact("prepared", want, *out);
+    return run;
+  }
+  return nullptr;
 }
 
 // The AOT kernel the runtime dispatches a float32.. Gemm call to, called directly on Halide buffers
@@ -190,6 +227,21 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       impl.kernel = info.kernel;
       impl.note = "bit-exact with the reference; B prepacked once (prepack_b); " + info.reason;
       impl.call = [calls](std::size_t ci) { calls[ci](nullptr); };
+    } else if (name == "prepared") {
+      std::vector<std::function<void()>> runs;
+      DispatchInfo info;
+      for (const OpCall& c : copies) runs.push_back(prepared_runtime_call(c, want, &info));
+      if (!runs[0]) {
+        if (halide_if_kernel) continue;
+        invalid("bench", "--impl prepared: Gemm and QLinearMatMul with 2-D operands only (", spec,
+                ")");
+      }
+      impl.kernel = info.kernel;
+      impl.note =
+          "bit-exact with the reference; prepared once (prepare_gemm / "
+          "prepare_qlinear_matmul, B prepacked), run into an output made once; " +
+          info.reason;
+      impl.call = [runs](std::size_t ci) { runs[ci](); };
     } else if (name == "kernel") {
       dispatch();
       const bool gemm = find_operator(c0.op).name == "Gemm";
@@ -253,8 +305,8 @@ std::function<int()> add_bench_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
   sub->add_option("--impl", o->impls,
-                  "runtime, prepacked, kernel, halide, openblas, onednn, or all (default; a comma "
-                  "list or repeated)")
+                  "runtime, prepacked, prepared, kernel, halide, openblas, onednn, or all "
+                  "(default; a comma list or repeated)")
       ->delimiter(',');
   sub->add_option("--max-time", o->max_time,
                   "seconds of samples per implementation and shape at most (default 2)")
@@ -269,6 +321,8 @@ validates, dispatches to the ahead-of-time kernel linked into this build for the
 shape (or the reference where none may run) and allocates the output, in this process against
   prepacked the same call with B prepacked once (mmtune::runtime::prepack_b; Gemm, QLinearMatMul
             with a 2-D b): the prepacked twin of the kernel, no packing per call
+  prepared  the call prepared once (prepare_gemm / prepare_qlinear_matmul, B prepacked) and run
+            into an output made once: no validation, dispatch or allocation per call
   kernel    that AOT kernel alone, called directly on buffers made once into a preallocated output
             (float32.. Gemm without transposes): the runtime's time minus its time is the call's
             cost outside the kernel (the us/call column)
@@ -295,7 +349,7 @@ Examples:
     for (const std::string& i : o->impls) {
       if (i != "all" && std::find(kImpls.begin(), kImpls.end(), i) == kImpls.end()) {
         invalid("bench", "--impl '", i,
-                "' is not runtime, prepacked, kernel, halide, openblas, onednn or all");
+                "' is not runtime, prepacked, prepared, kernel, halide, openblas, onednn or all");
       }
     }
     const bool all = std::find(o->impls.begin(), o->impls.end(), "all") != o->impls.end();

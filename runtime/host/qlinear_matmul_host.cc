@@ -16,6 +16,48 @@ std::optional<std::string> qlinear_matmul_no_kernel(const QLinearMatMulPlan& pla
   return std::nullopt;
 }
 
+void widen_entry_params(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
+                        const std::vector<int64_t>& batch_index, QLinearMatMulEntryParams& p) {
+  const std::vector<int64_t>& idx = batch_index;
+  const MatMulShape& s = plan.shape;
+  const std::size_t nb = s.batch.size();
+  MMTUNE_CHECK(idx.size() == nb, "batch index of " << idx.size() << " dims for " << nb);
+  const Shape a_full = s.a_full(), b_full = s.b_full();
+  const auto sas = broadcast_strides(args.a_scale->shape, a_full),
+             saz = broadcast_strides(args.a_zero_point->shape, a_full);
+  const auto sbs = broadcast_strides(args.b_scale->shape, b_full),
+             sbz = broadcast_strides(args.b_zero_point->shape, b_full);
+  auto batch_offset = [&](const std::vector<int64_t>& strides) {
+    int64_t o = 0;
+    for (std::size_t d = 0; d < nb; ++d) o += idx[d] * strides[d];
+    return o;
+  };
+  if (p.a_scale.numel() != s.m || p.b_scale.numel() != s.n) {
+    p.a_scale = Tensor(DType::kFloat32, {s.m});
+    p.a_zero_point = Tensor(DType::kInt32, {s.m});
+    p.b_scale = Tensor(DType::kFloat32, {s.n});
+    p.b_zero_point = Tensor(DType::kInt32, {s.n});
+  }
+  for (int64_t i = 0; i < s.m; ++i) {
+    p.a_scale.data<float>()[i] =
+        static_cast<float>(float_at(*args.a_scale, batch_offset(sas) + i * sas[nb]));
+    p.a_zero_point.data<int32_t>()[i] =
+        plan.float8
+            ? 0
+            : static_cast<int32_t>(int_at(*args.a_zero_point, batch_offset(saz) + i * saz[nb]));
+  }
+  for (int64_t j = 0; j < s.n; ++j) {
+    p.b_scale.data<float>()[j] =
+        static_cast<float>(float_at(*args.b_scale, batch_offset(sbs) + j * sbs[nb + 1]));
+    p.b_zero_point.data<int32_t>()[j] =
+        plan.float8
+            ? 0
+            : static_cast<int32_t>(int_at(*args.b_zero_point, batch_offset(sbz) + j * sbz[nb + 1]));
+  }
+  p.y_scale = static_cast<float>(float_at(*args.y_scale, 0));
+  p.y_zero_point = plan.float8 ? 0 : static_cast<int32_t>(int_at(*args.y_zero_point, 0));
+}
+
 Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
                                const QLinearMatMulKernelCall& call, uint8_t* placed_output,
                                const PackedOperand* packed) {
@@ -29,18 +71,7 @@ Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMu
   const Shape a_full = s.a_full(), b_full = s.b_full();
   const auto sa = broadcast_strides(s.a_promoted, a_full),
              sb = broadcast_strides(s.b_promoted, b_full);
-  const auto sas = broadcast_strides(args.a_scale->shape, a_full),
-             saz = broadcast_strides(args.a_zero_point->shape, a_full);
-  const auto sbs = broadcast_strides(args.b_scale->shape, b_full),
-             sbz = broadcast_strides(args.b_zero_point->shape, b_full);
-  // Per-row / per-column parameters of one batch entry, widened exactly (float16/bfloat16 scales
-  // to float32, zero points to int32).
-  Tensor as(DType::kFloat32, {s.m}), za(DType::kInt32, {s.m}), bs(DType::kFloat32, {s.n}),
-      zb(DType::kInt32, {s.n});
-  const float ys = static_cast<float>(float_at(*args.y_scale, 0));
-  const int32_t yzp = plan.float8 ? 0 : static_cast<int32_t>(int_at(*args.y_zero_point, 0));
-  auto as_view = view(as, as.shape), za_view = view(za, za.shape), bs_view = view(bs, bs.shape),
-       zb_view = view(zb, zb.shape);
+  QLinearMatMulEntryParams params;
   MMTUNE_CHECK(!packed || (args.b->rank() == 2 && packed->panels),
                "a prepacked b is 2-D, got " << describe(*args.b));
   // Unprepacked kernels never read the column sums: one element stands for them.
@@ -57,29 +88,19 @@ Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMu
       for (std::size_t d = 0; d < nb; ++d) o += idx[d] * strides[d];
       return o;
     };
-    for (int64_t i = 0; i < s.m; ++i) {
-      as.data<float>()[i] =
-          static_cast<float>(float_at(*args.a_scale, batch_offset(sas) + i * sas[nb]));
-      za.data<int32_t>()[i] =
-          plan.float8
-              ? 0
-              : static_cast<int32_t>(int_at(*args.a_zero_point, batch_offset(saz) + i * saz[nb]));
-    }
-    for (int64_t j = 0; j < s.n; ++j) {
-      bs.data<float>()[j] =
-          static_cast<float>(float_at(*args.b_scale, batch_offset(sbs) + j * sbs[nb + 1]));
-      zb.data<int32_t>()[j] = plan.float8
-                                  ? 0
-                                  : static_cast<int32_t>(int_at(
-                                        *args.b_zero_point, batch_offset(sbz) + j * sbz[nb + 1]));
-    }
+    widen_entry_params(args, plan, idx, params);
+    auto as_view = view(params.a_scale, params.a_scale.shape),
+         za_view = view(params.a_zero_point, params.a_zero_point.shape),
+         bs_view = view(params.b_scale, params.b_scale.shape),
+         zb_view = view(params.b_zero_point, params.b_zero_point.shape);
     auto a_view = view_matrix(*args.a, batch_offset(sa), s.m, s.k);
     auto b_view = packed ? view(*packed->panels, packed->panels->shape)
                          : view_matrix(*args.b, batch_offset(sb), s.k, s.n);
     auto y_view = view_matrix(output_data(y, placed_output), y.dtype, out_offset, s.m, s.n);
-    const int rc = call(a_view.raw_buffer(), b_view.raw_buffer(), as_view.raw_buffer(),
-                        za_view.raw_buffer(), bs_view.raw_buffer(), zb_view.raw_buffer(),
-                        sums_view.raw_buffer(), ys, yzp, y_view.raw_buffer());
+    const int rc =
+        call(a_view.raw_buffer(), b_view.raw_buffer(), as_view.raw_buffer(), za_view.raw_buffer(),
+             bs_view.raw_buffer(), zb_view.raw_buffer(), sums_view.raw_buffer(), params.y_scale,
+             params.y_zero_point, y_view.raw_buffer());
     MMTUNE_CHECK(rc == 0, "QLinearMatMul kernel returned Halide error " << rc);
     out_offset += s.m * s.n;
   } while (batch.next());

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "HalideRuntime.h"
 #include "reference/qlinear_matmul.h"
@@ -37,6 +38,19 @@ struct PackedOperand {
 // output ("Y is empty"), or K = 0 (an empty sum: the reference evaluates the requantized zero; an
 // empty operand has no host pointer, which a Halide pipeline takes for a bounds query).
 std::optional<std::string> qlinear_matmul_no_kernel(const QLinearMatMulPlan& plan);
+
+// One batch entry's per-row and per-column parameters, widened exactly: a_scale (M) and b_scale
+// (N) to float32, a_zero_point (M) and b_zero_point (N) to int32 (float8: zero points 0), and the
+// scalars y_scale, y_zero_point.
+struct QLinearMatMulEntryParams {
+  Tensor a_scale, a_zero_point, b_scale, b_zero_point;
+  float y_scale = 1.0f;
+  int32_t y_zero_point = 0;
+};
+// Sizes `p` for `plan` (once), then fills it for the batch entry at `batch_index` (one index per
+// dim of plan.shape.batch; empty for 2-D operands).
+void widen_entry_params(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
+                        const std::vector<int64_t>& batch_index, QLinearMatMulEntryParams& p);
 
 // Y of a valid call (`plan` = validate_qlinear_matmul(args)) through `call`, bit for bit the
 // reference's: when qlinear_matmul_no_kernel(plan) says so, without calling it (an empty Y, or the

@@ -7,17 +7,11 @@
 #include "mmtune/mmtune.h"
 #include "reference/validate.h"
 #include "runtime/host/buffer_view.h"
+#include "runtime/src/calls.h"
 #include "runtime/src/kernel_call.h"
-#include "runtime/src/prepack.h"
 
 namespace mmtune::runtime {
 namespace {
-
-// What fixes a Gemm PackedB besides B's dtype and shape.
-std::string gemm_packing_key(const GemmArgs& args) {
-  return std::string("transB=") + (args.trans_b ? "1" : "0") +
-         " contract=" + to_string(effective_contract(args.b->dtype, args.contract));
-}
 
 Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo* info) {
   const GemmPlan plan = validate_gemm(args);  // the reference's checks and messages
@@ -35,6 +29,8 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
     out = {"reference", "K is 0 (an empty sum): the reference computes it"};
     return mmtune::gemm(args);
   }
+  const Chosen chosen = choose_gemm(args, plan, packed, out);
+  if (!chosen.kernel) return mmtune::gemm(args);
 
   const Tensor zero_c(t, {});
   GemmArgs canon = args;
@@ -43,51 +39,59 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
     canon.c = &zero_c;
     canon.beta = 0.0f;
   }
-
-  std::vector<BufferShape> buffers = {
-      {{plan.m, plan.k}, t}, {{plan.k, plan.n}, t}, {canon.c->shape, t}, {{plan.m, plan.n}, t}};
-  KernelIdentity identity = gemm_identity(canon);
-  const PackedB::Impl::Packing* panels = nullptr;
-  if (packed) {
-    identity = packed->identity;
-    for (const auto& p : packed->packings) buffers.push_back({p.panels.shape, t});
-  }
-  const KernelEntry* kernel = choose_kernel(identity, plan.m, plan.n, plan.k, buffers, out);
-  if (packed) {
-    panels = kernel ? packed->packing_for(kernel) : nullptr;
-    if (!panels) {
-      // No prepacked twin for this call: the plain call (exact, packing B itself).
-      const std::string why = no_panels_reason(*packed, kernel, out.reason);
-      Tensor y = run_gemm(args, nullptr, &out);
-      out.reason += "; B not prepacked for it (" + why + ")";
-      return y;
-    }
-    out.reason += "; B prepacked (" + panels->layout.to_string() + ")";
-  }
-  if (!kernel) return mmtune::gemm(args);
-
   Tensor a_t, b_t;
   if (args.trans_a) {
     a_t = transposed(*args.a);
     canon.a = &a_t;
   }
-  if (args.trans_b && !panels) {
+  if (args.trans_b && !chosen.panels) {
     b_t = transposed(*args.b);
     canon.b = &b_t;
   }
   Tensor y(t, {plan.m, plan.n});
   auto a = view(*canon.a, canon.a->shape);
-  auto b = panels ? view(panels->panels, panels->panels.shape) : view(*canon.b, canon.b->shape);
+  auto b = chosen.panels ? view(chosen.panels->panels, chosen.panels->panels.shape)
+                         : view(*canon.b, canon.b->shape);
   auto c = view(*canon.c, {plan.m, plan.n});  // zero strides where C broadcasts
   auto y_view = view(y, y.shape);
-  KernelCall call(*kernel);
-  const auto fn = reinterpret_cast<GemmKernelFn>(kernel->fn);
+  KernelCall call(*chosen.kernel);
+  const auto fn = reinterpret_cast<GemmKernelFn>(chosen.kernel->fn);
   call.check(fn(call.user_context(), a.raw_buffer(), b.raw_buffer(), c.raw_buffer(), canon.alpha,
                 canon.beta, y_view.raw_buffer()));
   return y;
 }
 
 }  // namespace
+
+std::string gemm_packing_key(const GemmArgs& args) {
+  return std::string("transB=") + (args.trans_b ? "1" : "0") +
+         " contract=" + to_string(effective_contract(args.b->dtype, args.contract));
+}
+
+Chosen choose_gemm(const GemmArgs& args, const GemmPlan& plan, const PackedB::Impl* packed,
+                   DispatchInfo& info) {
+  const DType t = args.a->dtype;
+  const Shape c_shape = args.c ? args.c->shape : Shape{};
+  std::vector<BufferShape> buffers = {
+      {{plan.m, plan.k}, t}, {{plan.k, plan.n}, t}, {c_shape, t}, {{plan.m, plan.n}, t}};
+  GemmArgs canon = args;
+  const Tensor zero_c(t, {});
+  canon.trans_a = canon.trans_b = false;
+  if (!canon.c) canon.c = &zero_c;
+  if (!packed) return {choose_kernel(gemm_identity(canon), plan.m, plan.n, plan.k, buffers, info)};
+  for (const auto& p : packed->packings) buffers.push_back({p.panels.shape, t});
+  Chosen chosen{choose_kernel(packed->identity, plan.m, plan.n, plan.k, buffers, info)};
+  chosen.panels = chosen.kernel ? packed->packing_for(chosen.kernel) : nullptr;
+  if (chosen.panels) {
+    info.reason += "; B prepacked (" + chosen.panels->layout.to_string() + ")";
+    return chosen;
+  }
+  // No prepacked twin for this call: the plain kernel (exact, packing B itself).
+  const std::string why = no_panels_reason(*packed, chosen.kernel, info.reason);
+  chosen = choose_gemm(args, plan, nullptr, info);
+  info.reason += "; B not prepacked for it (" + why + ")";
+  return chosen;
+}
 
 Tensor gemm(const GemmArgs& args, DispatchInfo* info) { return run_gemm(args, nullptr, info); }
 

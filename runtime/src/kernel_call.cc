@@ -1,10 +1,10 @@
 // Kernel invocation plumbing shared by the operators' adapters.
 #include "runtime/src/kernel_call.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <mutex>
-#include <set>
 #include <sstream>
 #include <vector>
 
@@ -24,7 +24,9 @@ namespace {
 // process may pass anything, or nothing).
 struct ErrorRouting {
   std::mutex mu;
-  std::set<const KernelCall*> live;
+  // A vector, not a set: a call registers and unregisters without allocating once it has grown to
+  // the number of concurrent calls (the prepared calls' hot path).
+  std::vector<const KernelCall*> live;
   void (*previous)(void*, const char*) = nullptr;
 };
 
@@ -37,7 +39,7 @@ void on_halide_error(void* user_context, const char* message) {
   ErrorRouting& r = routing();
   {
     std::lock_guard<std::mutex> lock(r.mu);
-    auto it = r.live.find(static_cast<const KernelCall*>(user_context));
+    auto it = std::find(r.live.begin(), r.live.end(), static_cast<const KernelCall*>(user_context));
     if (it != r.live.end()) {
       const_cast<KernelCall*>(*it)->append(message);
       return;
@@ -56,12 +58,17 @@ void install_error_handler() {
 KernelCall::KernelCall(const KernelEntry& kernel) : kernel_(kernel) {
   install_error_handler();
   std::lock_guard<std::mutex> lock(routing().mu);
-  routing().live.insert(this);
+  routing().live.push_back(this);
 }
 
 KernelCall::~KernelCall() {
   std::lock_guard<std::mutex> lock(routing().mu);
-  routing().live.erase(this);
+  std::vector<const KernelCall*>& live = routing().live;
+  auto it = std::find(live.begin(), live.end(), this);
+  if (it != live.end()) {
+    *it = live.back();
+    live.pop_back();
+  }
 }
 
 void KernelCall::append(const char* message) {

@@ -6,18 +6,11 @@
 #include "mmtune/mmtune.h"
 #include "reference/validate.h"
 #include "runtime/host/qlinear_matmul_host.h"
+#include "runtime/src/calls.h"
 #include "runtime/src/kernel_call.h"
-#include "runtime/src/prepack.h"
 
 namespace mmtune::runtime {
 namespace {
-
-// What fixes a QLinearMatMul PackedB besides b's dtype and shape.
-std::string qlinear_matmul_packing_key(const QLinearMatMulArgs& args) {
-  auto type = [](const Tensor* t) { return t ? dtype_name(t->dtype) : "none"; };
-  return std::string("a=") + type(args.a) + " y=" + type(args.y_zero_point) +
-         " scales=" + type(args.a_scale) + " requant=" + to_string(args.requant);
-}
 
 Tensor run_qlinear_matmul(const QLinearMatMulArgs& args, const PackedB::Impl* packed,
                           DispatchInfo* info) {
@@ -29,35 +22,15 @@ Tensor run_qlinear_matmul(const QLinearMatMulArgs& args, const PackedB::Impl* pa
     out = {"reference", *why};
     return run_qlinear_matmul_host(args, plan, {});  // calls no kernel
   }
-  const MatMulShape& s = plan.shape;
-  std::vector<BufferShape> buffers = {{{s.m, s.k}, args.a->dtype},
-                                      {{s.k, s.n}, args.b->dtype},
-                                      {{s.m, s.n}, plan.out_dtype},
-                                      {{s.m}, DType::kFloat32},
-                                      {{s.n}, DType::kFloat32}};
-  KernelIdentity identity = qlinear_matmul_identity(args);
-  if (packed) {
-    identity = packed->identity;
-    for (const auto& p : packed->packings) buffers.push_back({p.panels.shape, args.b->dtype});
-  }
-  const KernelEntry* kernel = choose_kernel(identity, s.m, s.n, s.k, buffers, out);
+  const Chosen chosen = choose_qlinear_matmul(args, plan, packed, out);
+  if (!chosen.kernel) return mmtune::qlinear_matmul(args);
   PackedOperand operand;
-  if (packed) {
-    const PackedB::Impl::Packing* panels = kernel ? packed->packing_for(kernel) : nullptr;
-    if (!panels) {
-      // No prepacked twin for this call: the plain call (exact, packing b itself).
-      const std::string why = no_panels_reason(*packed, kernel, out.reason);
-      Tensor y = run_qlinear_matmul(args, nullptr, &out);
-      out.reason += "; b not prepacked for it (" + why + ")";
-      return y;
-    }
-    out.reason += "; b prepacked (" + panels->layout.to_string() + ")";
-    operand = {&panels->panels, packed->column_sums.bytes.empty() ? nullptr : &packed->column_sums};
+  if (chosen.panels) {
+    operand = {&chosen.panels->panels,
+               packed->column_sums.bytes.empty() ? nullptr : &packed->column_sums};
   }
-  if (!kernel) return mmtune::qlinear_matmul(args);
-
-  KernelCall call(*kernel);
-  const auto fn = reinterpret_cast<QLinearMatMulKernelFn>(kernel->fn);
+  KernelCall call(*chosen.kernel);
+  const auto fn = reinterpret_cast<QLinearMatMulKernelFn>(chosen.kernel->fn);
   return run_qlinear_matmul_host(
       args, plan,
       [&](halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* as, halide_buffer_t* az,
@@ -67,10 +40,39 @@ Tensor run_qlinear_matmul(const QLinearMatMulArgs& args, const PackedB::Impl* pa
         call.check(rc);
         return rc;
       },
-      nullptr, packed ? &operand : nullptr);
+      nullptr, chosen.panels ? &operand : nullptr);
 }
 
 }  // namespace
+
+std::string qlinear_matmul_packing_key(const QLinearMatMulArgs& args) {
+  auto type = [](const Tensor* t) { return t ? dtype_name(t->dtype) : "none"; };
+  return std::string("a=") + type(args.a) + " y=" + type(args.y_zero_point) +
+         " scales=" + type(args.a_scale) + " requant=" + to_string(args.requant);
+}
+
+Chosen choose_qlinear_matmul(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
+                             const PackedB::Impl* packed, DispatchInfo& info) {
+  const MatMulShape& s = plan.shape;
+  std::vector<BufferShape> buffers = {{{s.m, s.k}, args.a->dtype},
+                                      {{s.k, s.n}, args.b->dtype},
+                                      {{s.m, s.n}, plan.out_dtype},
+                                      {{s.m}, DType::kFloat32},
+                                      {{s.n}, DType::kFloat32}};
+  if (!packed) return {choose_kernel(qlinear_matmul_identity(args), s.m, s.n, s.k, buffers, info)};
+  for (const auto& p : packed->packings) buffers.push_back({p.panels.shape, args.b->dtype});
+  Chosen chosen{choose_kernel(packed->identity, s.m, s.n, s.k, buffers, info)};
+  chosen.panels = chosen.kernel ? packed->packing_for(chosen.kernel) : nullptr;
+  if (chosen.panels) {
+    info.reason += "; b prepacked (" + chosen.panels->layout.to_string() + ")";
+    return chosen;
+  }
+  // No prepacked twin for this call: the plain kernel (exact, packing b itself).
+  const std::string why = no_panels_reason(*packed, chosen.kernel, info.reason);
+  chosen = choose_qlinear_matmul(args, plan, nullptr, info);
+  info.reason += "; b not prepacked for it (" + why + ")";
+  return chosen;
+}
 
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
   return run_qlinear_matmul(args, nullptr, info);

@@ -194,7 +194,9 @@ TEST(PackedB, QLinearMatMulIsBitExactAndRunsThePrepackedKernel) {
       ++calls;
       const bool ran_twin = info.kernel.find("_prepacked__") != std::string::npos;
       prepacked_runs += ran_twin;
-      if (twins) EXPECT_TRUE(ran_twin) << context;
+      if (twins) {
+        EXPECT_TRUE(ran_twin) << context;
+      }
     }
   }
   std::cout << "[prepack] QLinearMatMul: " << calls << " calls bit-exact, " << prepacked_runs

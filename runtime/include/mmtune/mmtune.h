@@ -99,6 +99,53 @@ Tensor gemm(const GemmArgs& args, const PackedB& packed_b, DispatchInfo* info = 
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, const PackedB& packed_b,
                       DispatchInfo* info = nullptr);
 
+// Prepared calls: the work of a call that does not depend on the data done once — validation,
+// the kernel's choice, the buffers' description, the quantization parameters' widening — so that
+// each run() only calls the kernel on the caller's memory: no validation, no dispatch, no strings,
+// no allocation, no output zero-fill (what a framework does per inference step; a oneDNN
+// primitive or an XNNPACK operator after its setup work the same way). `args` give the shapes,
+// types and attributes (their tensors' values are not kept: the prepared QLinearMatMul keeps its
+// scales and zero points, read at preparation); with a PackedB the prepacked kernel runs.
+// run() takes dense row-major arrays of the prepared shapes and types and is bit for bit what the
+// plain call computes; it may run concurrently on distinct outputs. Where no kernel may run
+// (info() says why) run() computes with the reference, still exactly. A transposed operand without
+// a PackedB is materialized on each run (info() says so).
+class PreparedGemm {
+ public:
+  PreparedGemm() = default;
+  // a (M, K) or (K, M) with transA; b (K, N) or (N, K) with transB, the tensor packed when
+  // prepared with a PackedB (not read then); c of the prepared C's shape, nullptr when prepared
+  // without C; y (M, N). InvalidArgument for a null pointer, or another b than the packed one.
+  void run(const void* a, const void* b, const void* c, void* y) const;
+  const DispatchInfo& info() const;
+
+  struct Impl;  // runtime/src/prepared.cc
+  explicit PreparedGemm(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+PreparedGemm prepare_gemm(const GemmArgs& args, const PackedB* packed_b = nullptr);
+
+// QLinearMatMul with 2-D a (M, K) and b (K, N); the scales and zero points (per tensor, per row of
+// a, per column of b) are those of `args` at preparation.
+class PreparedQLinearMatMul {
+ public:
+  PreparedQLinearMatMul() = default;
+  // a (M, K), b (K, N) (the packed tensor with a PackedB: not read then), y (M, N) of the
+  // output type. InvalidArgument for a null pointer, or another b than the packed one.
+  void run(const void* a, const void* b, void* y) const;
+  const DispatchInfo& info() const;
+
+  struct Impl;
+  explicit PreparedQLinearMatMul(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+PreparedQLinearMatMul prepare_qlinear_matmul(const QLinearMatMulArgs& args,
+                                             const PackedB* packed_b = nullptr);
+
 // Named-tensor entry point, the runtime's twin of run_reference (same names, attributes, checks).
 Tensor run(std::string_view op, const NamedTensors& inputs, const Attributes& attrs,
            DispatchInfo* info = nullptr);

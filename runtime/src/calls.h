@@ -1,0 +1,30 @@
+// The parts of an operator call that do not depend on the data, shared by the plain calls
+// (gemm.cc, qlinear_matmul.cc) and the prepared ones (prepared.cc): which kernel runs, and which
+// prepacked panels it reads.
+#pragma once
+
+#include <string>
+
+#include "mmtune/mmtune.h"
+#include "runtime/src/prepack.h"
+
+namespace mmtune::runtime {
+
+// The kernel a valid call runs (nullptr: the reference computes it; `info` says why) and, with a
+// PackedB, the panels it reads (nullptr: the plain kernel, packing B itself; info says so).
+struct Chosen {
+  const KernelEntry* kernel = nullptr;
+  const PackedB::Impl::Packing* panels = nullptr;
+};
+// Gemm: plan = validate_gemm(args), M, N and K not 0.
+Chosen choose_gemm(const GemmArgs& args, const GemmPlan& plan, const PackedB::Impl* packed,
+                   DispatchInfo& info);
+// QLinearMatMul: plan = validate_qlinear_matmul(args), qlinear_matmul_no_kernel(plan) empty.
+Chosen choose_qlinear_matmul(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
+                             const PackedB::Impl* packed, DispatchInfo& info);
+
+// What fixes a PackedB of each operator besides B's dtype and shape (PackedB::Impl::what).
+std::string gemm_packing_key(const GemmArgs& args);
+std::string qlinear_matmul_packing_key(const QLinearMatMulArgs& args);
+
+}  // namespace mmtune::runtime

@@ -1,0 +1,255 @@
+// Prepared calls (mmtune::runtime::prepare_gemm / prepare_qlinear_matmul): bit for bit the
+// reference over shapes of every bucket, transposes, C broadcasts, per-tensor / per-row /
+// per-column parameters, with and without a PackedB, several runs of one preparation on other
+// data, concurrent runs, the reference fallback (K = 0, empty Y), and the refusals.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mmtune/mmtune.h"
+#include "reference/gemm.h"
+#include "reference/qlinear_matmul.h"
+#include "tests/support/test_support.h"
+#include "tests/variants/variant_support.h"
+
+namespace mmtune {
+namespace {
+
+Tensor random_of(DType t, Shape s, std::mt19937_64& rng) {
+  const testing::ValueRange range = testing::gemm_value_range(t);
+  return is_float(t)
+             ? testing::random_float_tensor(t, std::move(s), rng, testing::FloatData::kPlain)
+             : testing::random_tensor(t, std::move(s), rng, range.lo, range.hi);
+}
+
+TEST(PreparedGemm, BitExactAndTheSameKernelAsThePlainCall) {
+  std::mt19937_64 rng(testing::variant_seed() + 10);
+  int runs = 0, kernel_runs = 0;
+  for (const DType t : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kBFloat16}) {
+    for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
+             {1, 1000, 700}, {3, 77, 33}, {16, 600, 530}, {100, 129, 65}}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        GemmArgs args;
+        args.trans_a = variant == 3;
+        args.trans_b = variant == 1 || variant == 3;
+        args.contract =
+            variant == 2 && contract_applies(t) ? FloatContract::kFma : FloatContract::kStrict;
+        const bool prepacked = variant >= 2;
+        const std::vector<Shape> c_shapes = {{}, {n}, {m, 1}, {m, n}};
+        Tensor a = random_of(t, args.trans_a ? Shape{k, m} : Shape{m, k}, rng);
+        Tensor b = random_of(t, args.trans_b ? Shape{n, k} : Shape{k, n}, rng);
+        Tensor c = random_of(t, c_shapes[variant], rng);
+        args.a = &a;
+        args.b = &b;
+        args.c = variant == 0 ? nullptr : &c;
+        args.alpha = variant == 1 ? 0.5f : 1.0f;
+        args.beta = variant == 2 ? -1.0f : 1.0f;
+        const runtime::PackedB pb = prepacked ? runtime::prepack_b(args) : runtime::PackedB();
+        const runtime::PreparedGemm prepared =
+            runtime::prepare_gemm(args, prepacked ? &pb : nullptr);
+        DispatchInfo plain;
+        const Tensor want_plain =
+            prepacked ? runtime::gemm(args, pb, &plain) : runtime::gemm(args, &plain);
+        const std::string context = std::string(dtype_name(t)) + " " + std::to_string(m) + "x" +
+                                    std::to_string(n) + "x" + std::to_string(k) + " variant " +
+                                    std::to_string(variant) + ": " + prepared.info().kernel + " " +
+                                    prepared.info().reason;
+        EXPECT_EQ(prepared.info().kernel, plain.kernel) << context;
+        // Two runs of the one preparation on other A (and C) values.
+        for (int r = 0; r < 2; ++r) {
+          if (r == 1) {
+            a = random_of(t, a.shape, rng);
+            c = random_of(t, c.shape, rng);
+          }
+          Tensor y(t, {m, n});
+          prepared.run(a.bytes.data(), b.bytes.data(), args.c ? c.bytes.data() : nullptr,
+                       y.bytes.data());
+          ASSERT_TRUE(testing::bit_equal(gemm(args), y, context + " run " + std::to_string(r)));
+          ++runs;
+        }
+        kernel_runs += prepared.info().used_kernel();
+      }
+    }
+  }
+  std::cout << "[prepared] Gemm: " << runs << " runs bit-exact, " << kernel_runs
+            << " preparations on a kernel (level " << runtime::kernel_target() << ")\n";
+}
+
+TEST(PreparedGemm, RunsConcurrentlyOnDistinctOutputs) {
+  std::mt19937_64 rng(testing::variant_seed() + 11);
+  Tensor a = random_of(DType::kFloat32, {16, 300}, rng);
+  Tensor b = random_of(DType::kFloat32, {300, 200}, rng);
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  const runtime::PackedB pb = runtime::prepack_b(args);
+  const runtime::PreparedGemm prepared = runtime::prepare_gemm(args, &pb);
+  const Tensor want = gemm(args);
+  std::vector<Tensor> ys(4, Tensor(DType::kFloat32, {16, 200}));
+  std::vector<std::thread> threads;
+  for (Tensor& y : ys) {
+    threads.emplace_back([&] {
+      for (int r = 0; r < 20; ++r)
+        prepared.run(a.bytes.data(), b.bytes.data(), nullptr, y.bytes.data());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const Tensor& y : ys) EXPECT_TRUE(testing::bit_equal(want, y));
+}
+
+TEST(PreparedGemm, NoKernelRunsTheReference) {
+  std::mt19937_64 rng(testing::variant_seed() + 12);
+  // K = 0: Y = beta * C.
+  Tensor a(DType::kFloat32, {3, 0}), b(DType::kFloat32, {0, 4});
+  Tensor c = random_of(DType::kFloat32, {4}, rng);
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  args.c = &c;
+  args.beta = 0.5f;
+  const runtime::PreparedGemm prepared = runtime::prepare_gemm(args);
+  EXPECT_EQ(prepared.info().kernel, "reference");
+  Tensor y(DType::kFloat32, {3, 4});
+  const uint8_t dummy = 0;  // an empty operand's pointer is still required, never read
+  prepared.run(&dummy, &dummy, c.bytes.data(), y.bytes.data());
+  EXPECT_TRUE(testing::bit_equal(gemm(args), y));
+  // A capped level: the reference, exactly.
+  Tensor a2 = random_of(DType::kFloat32, {5, 7}, rng), b2 = random_of(DType::kFloat32, {7, 6}, rng);
+  args.a = &a2;
+  args.b = &b2;
+  args.c = nullptr;
+  const std::string previous = runtime::set_max_kernel_target("none");
+  const runtime::PreparedGemm capped = runtime::prepare_gemm(args);
+  runtime::set_max_kernel_target(previous);
+  EXPECT_EQ(capped.info().kernel, "reference");
+  Tensor y2(DType::kFloat32, {5, 6});
+  capped.run(a2.bytes.data(), b2.bytes.data(), nullptr, y2.bytes.data());
+  EXPECT_TRUE(testing::bit_equal(gemm(args), y2));
+}
+
+TEST(PreparedGemm, BadRunsAreRefused) {
+  std::mt19937_64 rng(testing::variant_seed() + 13);
+  Tensor a = random_of(DType::kFloat32, {4, 8}, rng), b = random_of(DType::kFloat32, {8, 5}, rng);
+  Tensor c = random_of(DType::kFloat32, {5}, rng), y(DType::kFloat32, {4, 5});
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  args.c = &c;
+  const runtime::PreparedGemm prepared = runtime::prepare_gemm(args);
+  auto refused = [](const std::function<void()>& f) {
+    return testing::invalid_argument_message(f);
+  };
+  EXPECT_NE(refused([&] {
+              prepared.run(nullptr, b.bytes.data(), c.bytes.data(), y.bytes.data());
+            }).find("A is null"),
+            std::string::npos);
+  EXPECT_NE(refused([&] {
+              prepared.run(a.bytes.data(), b.bytes.data(), nullptr, y.bytes.data());
+            }).find("C is null"),
+            std::string::npos);
+  EXPECT_NE(refused([&] {
+              prepared.run(a.bytes.data(), b.bytes.data(), c.bytes.data(), nullptr);
+            }).find("Y is null"),
+            std::string::npos);
+  EXPECT_NE(refused([&] {
+              runtime::PreparedGemm().run(nullptr, nullptr, nullptr, nullptr);
+            }).find("empty PreparedGemm"),
+            std::string::npos);
+  // With a PackedB, B must be the packed tensor.
+  const runtime::PackedB pb = runtime::prepack_b(args);
+  const runtime::PreparedGemm packed = runtime::prepare_gemm(args, &pb);
+  const Tensor other = b;
+  EXPECT_NE(refused([&] {
+              packed.run(a.bytes.data(), other.bytes.data(), c.bytes.data(), y.bytes.data());
+            }).find("not the tensor packed_b was prepacked from"),
+            std::string::npos);
+  // Validation at preparation, with the reference's sentences.
+  Tensor bad(DType::kFloat32, {9, 5});
+  args.b = &bad;
+  EXPECT_NE(refused([&] { runtime::prepare_gemm(args); }).find("Gemm"), std::string::npos);
+}
+
+TEST(PreparedQLinearMatMul, BitExactWithAndWithoutPackedB) {
+  std::mt19937_64 rng(testing::variant_seed() + 14);
+  int runs = 0;
+  struct Case {
+    Shape a, b, a_param, b_param;
+  };
+  const std::vector<Case> cases = {{{1, 700}, {700, 1000}, {}, {1000}},
+                                   {{16, 530}, {530, 600}, {16, 1}, {600}},
+                                   {{100, 65}, {65, 129}, {}, {}},
+                                   {{7, 33100}, {33100, 20}, {7, 1}, {1, 20}}};
+  for (const auto& [ta, tb, ty] :
+       std::vector<std::array<DType, 3>>{{DType::kUInt8, DType::kInt8, DType::kUInt8},
+                                         {DType::kInt8, DType::kInt8, DType::kInt8},
+                                         {DType::kUInt8, DType::kUInt8, DType::kInt8}}) {
+    for (const Case& c : cases) {
+      for (const bool prepacked : {false, true}) {
+        testing::QlmCase qc;
+        qc.name = "prepared";
+        qc.a = c.a;
+        qc.b = c.b;
+        qc.a_param = c.a_param;
+        qc.b_param = c.b_param;
+        testing::QlmInputs in =
+            testing::make_qlinear_matmul_inputs(ta, tb, ty, DType::kFloat32, qc, rng);
+        const QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+        const runtime::PackedB pb = prepacked ? runtime::prepack_b(args) : runtime::PackedB();
+        const runtime::PreparedQLinearMatMul prepared =
+            runtime::prepare_qlinear_matmul(args, prepacked ? &pb : nullptr);
+        DispatchInfo plain;
+        if (prepacked) {
+          runtime::qlinear_matmul(args, pb, &plain);
+        } else {
+          runtime::qlinear_matmul(args, &plain);
+        }
+        EXPECT_EQ(prepared.info().kernel, plain.kernel) << prepared.info().reason;
+        for (int r = 0; r < 2; ++r) {
+          if (r == 1)
+            in.a = testing::random_tensor(ta, c.a, rng, testing::quant_min(ta),
+                                          testing::quant_max(ta));
+          Tensor y(ty, {c.a[0], c.b[1]});
+          prepared.run(in.a.bytes.data(), in.b.bytes.data(), y.bytes.data());
+          ASSERT_TRUE(testing::bit_equal(qlinear_matmul(args), y,
+                                         prepared.info().kernel + " " + prepared.info().reason));
+          ++runs;
+        }
+      }
+    }
+  }
+  std::cout << "[prepared] QLinearMatMul: " << runs << " runs bit-exact (level "
+            << runtime::kernel_target() << ")\n";
+}
+
+TEST(PreparedQLinearMatMul, BatchesAndBadRunsAreRefused) {
+  std::mt19937_64 rng(testing::variant_seed() + 15);
+  testing::QlmCase qc;
+  qc.name = "batched";
+  qc.a = {2, 3, 8};
+  qc.b = {8, 5};
+  const testing::QlmInputs batched = testing::make_qlinear_matmul_inputs(
+      DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, qc, rng);
+  auto refused = [](const std::function<void()>& f) {
+    return testing::invalid_argument_message(f);
+  };
+  EXPECT_NE(refused([&] {
+              runtime::prepare_qlinear_matmul(batched.args(RequantMode::kFloat32));
+            }).find("prepared calls take 2-D a and b"),
+            std::string::npos);
+  qc.a = {3, 8};
+  const testing::QlmInputs in = testing::make_qlinear_matmul_inputs(
+      DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, qc, rng);
+  const runtime::PreparedQLinearMatMul prepared =
+      runtime::prepare_qlinear_matmul(in.args(RequantMode::kFloat32));
+  Tensor y(DType::kUInt8, {3, 5});
+  EXPECT_NE(
+      refused([&] { prepared.run(in.a.bytes.data(), nullptr, y.bytes.data()); }).find("b is null"),
+      std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmtune
