@@ -71,7 +71,7 @@ std::function<Tensor(DispatchInfo*)> typed_runtime_call(const OpCall& c) {
 }
 
 // The runtime's call with B prepacked (prepack_b, once per input copy, outside the timed calls):
-// Gemm and QLinearMatMul with a 2-D b; nullptr for others.
+// Gemm, QGemm and QLinearMatMul with a 2-D b; nullptr for others.
 std::function<Tensor(DispatchInfo*)> prepacked_runtime_call(const OpCall& c) {
   const std::string op = find_operator(c.op).name;
   if (op == "Gemm") {
@@ -84,6 +84,11 @@ std::function<Tensor(DispatchInfo*)> prepacked_runtime_call(const OpCall& c) {
     if (args->b->rank() != 2) return nullptr;
     auto pb = std::make_shared<runtime::PackedB>(runtime::prepack_b(*args));
     return [args, pb](DispatchInfo* info) { return runtime::qlinear_matmul(*args, *pb, info); };
+  }
+  if (op == "QGemm") {
+    auto args = std::make_shared<QGemmArgs>(qgemm_args(c.inputs, c.attrs));
+    auto pb = std::make_shared<runtime::PackedB>(runtime::prepack_b(*args));
+    return [args, pb](DispatchInfo* info) { return runtime::qgemm(*args, *pb, info); };
   }
   return nullptr;
 }
@@ -220,7 +225,8 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       for (const OpCall& c : copies) calls.push_back(prepacked_runtime_call(c));
       if (!calls[0]) {
         if (halide_if_kernel) continue;
-        invalid("bench", "--impl prepacked: Gemm and QLinearMatMul with a 2-D b only (", spec, ")");
+        invalid("bench", "--impl prepacked: Gemm, QGemm and QLinearMatMul with a 2-D b only (", spec,
+                ")");
       }
       DispatchInfo info;
       check_exact(name, want, calls[0](&info));
@@ -319,8 +325,8 @@ std::function<int()> add_bench_command(CLI::App& app) {
 Times the call users make: the runtime's typed entry point (mmtune::runtime::gemm, ...), which
 validates, dispatches to the ahead-of-time kernel linked into this build for the identity and
 shape (or the reference where none may run) and allocates the output, in this process against
-  prepacked the same call with B prepacked once (mmtune::runtime::prepack_b; Gemm, QLinearMatMul
-            with a 2-D b): the prepacked twin of the kernel, no packing per call
+  prepacked the same call with B prepacked once (mmtune::runtime::prepack_b; Gemm, QGemm,
+            QLinearMatMul with a 2-D b): the prepacked twin of the kernel, no packing per call
   prepared  the call prepared once (prepare_gemm / prepare_qlinear_matmul, B prepacked) and run
             into an output made once: no validation, dispatch or allocation per call
   kernel    that AOT kernel alone, called directly on buffers made once into a preallocated output

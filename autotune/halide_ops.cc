@@ -145,16 +145,30 @@ Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant&
 
 Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v, JitRun* run) {
   const QGemmPlan plan = validate_qgemm(args);
-  LazyKernel kernel(kernel_key(qgemm_identity(args), v), v.target, run);
+  PanelLayout layout;
+  LazyKernel kernel(prepacked_key(qgemm_identity(args), v, /*dot8=*/true, &layout), v.target, run);
   require_halide_buffers("QGemm", {{"A", args.a->shape, args.a->dtype},
                                    {"B", args.b->shape, args.b->dtype},
                                    {"Y", {plan.m, plan.n}, plan.out_dtype}});
+  // A prepacked B: packed from B (K, N), a transposed one materialized first.
+  const bool packed = v.prepacked_b && !qgemm_no_kernel(plan);
+  Tensor panels, sums;
+  PackedOperand packed_operand;
+  if (packed) {
+    const Tensor b_kn = args.trans_b ? transposed(*args.b) : Tensor();
+    const Tensor& b = args.trans_b ? b_kn : *args.b;
+    panels = pack_b_panels(b, layout);
+    sums = column_sums_mod32(b);
+    packed_operand = {&panels, &sums};
+  }
   return run_qgemm_host(
       args, plan,
       [&](halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* c, float a_scale, int32_t a_zp,
-          halide_buffer_t* bs, halide_buffer_t* bz, float ys, int32_t yzp, float alpha,
-          halide_buffer_t* y) { return kernel(a, b, c, a_scale, a_zp, bs, bz, ys, yzp, alpha, y); },
-      kernel.placed_output());
+          halide_buffer_t* bs, halide_buffer_t* bz, halide_buffer_t* sums, float ys, int32_t yzp,
+          float alpha, halide_buffer_t* y) {
+        return kernel(a, b, c, a_scale, a_zp, bs, bz, sums, ys, yzp, alpha, y);
+      },
+      kernel.placed_output(), packed ? &packed_operand : nullptr);
 }
 
 Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const HalideVariant& v,

@@ -31,7 +31,7 @@ struct HalideVariant {
   // Present: an autoscheduler schedules the kernel (`schedule` must be absent).
   std::optional<Autoschedule> autoschedule;
   // B prepacked on the host for the kernel's layout (runtime/host/packed_b.h) and read by the
-  // generator's prepacked_b kernel (Gemm; QLinearMatMul with a 2-D b), as the runtime's
+  // generator's prepacked_b kernel (Gemm, QGemm; QLinearMatMul with a 2-D b), as the runtime's
   // prepack_b calls do.
   bool prepacked_b = false;
 };

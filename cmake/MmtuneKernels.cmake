@@ -31,9 +31,9 @@ function(mmtune_shipped_kernel_targets out_var)
 endfunction()
 
 # Which kernels get a prepacked twin (a regular expression over "<op> <identity params>"): the
-# float32 Gemm kernels and the 8-bit integer QLinearMatMul ones by default; other identities'
+# float32 Gemm, 8-bit integer QLinearMatMul and QGemm kernels by default; other identities'
 # prepack_b calls run their plain kernels (exact, packing B per call). "^$" builds none.
-set(MMTUNE_PREPACKED "^(Gemm A\\.type=float32 |QLinearMatMul a\\.type=u?int8 )" CACHE STRING
+set(MMTUNE_PREPACKED "^(Gemm A\\.type=float32 |QLinearMatMul a\\.type=u?int8 |QGemm )" CACHE STRING
     "Kernels (regex over '<op> <identity params>') that get a prepacked-B twin")
 
 mmtune_shipped_kernel_targets(_mmtune_default_targets)

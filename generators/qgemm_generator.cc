@@ -14,6 +14,9 @@ using namespace Halide;
 class QGemmGenerator : public Generator<QGemmGenerator> {
  public:
   GeneratorParam<bool> has_y_scale{"has_y_scale", false};
+  // B arrives prepacked (runtime/host/packed_b.h): the panels of this kernel's layout (or B itself
+  // when the layout packs none), and its column sums in b_column_sums.
+  GeneratorParam<bool> prepacked_b{"prepacked_b", false};
   schedules::ScheduleKnobs schedule_knobs;
 
   Input<Buffer<void, 2>> A{"A"};     // (K, M): int8 or uint8
@@ -23,6 +26,8 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
   Input<int32_t> a_zero_point{"a_zero_point"};
   Input<Buffer<float, 1>> b_scale{"b_scale"};  // (N), per column (zero stride if per tensor)
   Input<Buffer<int32_t, 1>> b_zero_point{"b_zero_point"};  // (N)
+  // (N): sum over k of B(k, j) mod 2^32 when prepacked_b; otherwise not read.
+  Input<Buffer<uint32_t, 1>> b_column_sums{"b_column_sums"};
   Input<float> y_scale{"y_scale"};                         // read only when has_y_scale
   Input<int32_t> y_zero_point{"y_zero_point"};             // read only for a quantized output
   Input<float> alpha{"alpha"};
@@ -32,10 +37,21 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
     C.dim(0).set_stride(Expr());
     b_scale.dim(0).set_stride(Expr());
     b_zero_point.dim(0).set_stride(Expr());
-    const Expr k = A.dim(0).extent(), m = A.dim(1).extent(), n = B.dim(0).extent();
     p_.layout = schedule_knobs.layout(get_target(), kAcc);
+    const bool b_in_panels = prepacked_b && p_.layout.packs_b();
+    // B in panels no longer tells N: Y does.
+    const Expr k = A.dim(0).extent(), m = A.dim(1).extent(),
+               n = b_in_panels ? Y.dim(0).extent() : B.dim(0).extent();
+    p_.n = n;
+    Var x("x"), y("y");
+    Func sums, panels("panels");
+    if (prepacked_b) sums(x) = b_column_sums(x);
+    if (b_in_panels) {
+      panels(x, y) = B(x, y);
+      p_.prepacked = panels;
+    }
     const QuantCore q = build_quant_matmul(p_, clamped_matrix(A, k, m, false, "a_c"),
-                                           clamped_matrix(B, n, k, false, "b_c"), k);
+                                           clamped_matrix(B, n, k, false, "b_c"), k, sums);
     const Var j = p_.j, i = p_.i;
     // acc = C + sum, wrapping: add in uint32.
     const Expr acc = reinterpret(
@@ -63,6 +79,7 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
     C.set_estimates({{0, e.n}, {0, e.m}});
     b_scale.set_estimates({{0, e.n}});
     b_zero_point.set_estimates({{0, e.n}});
+    b_column_sums.set_estimates({{0, e.n}});
     a_scale.set_estimate(1.0f);
     a_zero_point.set_estimate(0);
     y_scale.set_estimate(1.0f);

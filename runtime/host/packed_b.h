@@ -52,4 +52,11 @@ Tensor pack_b_panels(const Tensor& b, const PanelLayout& l);
 // Column sums of an 8-bit integer B (K, N): sum over k of B[k][j], mod 2^32 (uint32, N).
 Tensor column_sums_mod32(const Tensor& b);
 
+// A 2-D B prepacked for one kernel layout: what a prepacked_b kernel reads instead of B (the same
+// for every batch entry of a QLinearMatMul).
+struct PackedOperand {
+  const Tensor* panels = nullptr;       // pack_b_panels(b, layout)
+  const Tensor* column_sums = nullptr;  // column_sums_mod32(b) (8-bit integers), else nullptr
+};
+
 }  // namespace mmtune

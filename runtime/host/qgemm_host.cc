@@ -13,14 +13,14 @@ std::optional<std::string> qgemm_no_kernel(const QGemmPlan& plan) {
 }
 
 Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmKernelCall& call,
-                      uint8_t* placed_output) {
+                      uint8_t* placed_output, const PackedOperand* packed) {
   // K = 0: no sum to compute, the result is the epilogue of C alone; the reference evaluates it.
   if (plan.k == 0) return qgemm(args);
   Tensor y(plan.out_dtype, {plan.m, plan.n});
   if (y.numel() == 0) return y;
   Tensor at, bt;
   const Tensor& a = args.trans_a ? (at = transposed(*args.a)) : *args.a;
-  const Tensor& b = args.trans_b ? (bt = transposed(*args.b)) : *args.b;
+  const Tensor& b = args.trans_b && !packed ? (bt = transposed(*args.b)) : *args.b;
   const Tensor zero_c(DType::kInt32, {});
   Tensor bs(DType::kFloat32, {plan.n}), bz(DType::kInt32, {plan.n});
   const bool per_column = args.b_scale->numel() > 1;
@@ -29,7 +29,12 @@ Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmK
     bz.data<int32_t>()[j] = static_cast<int32_t>(int_at(*args.b_zero_point, per_column ? j : 0));
   }
   auto a_view = view_matrix(a, 0, plan.m, plan.k);
-  auto b_view = view_matrix(b, 0, plan.k, plan.n);
+  auto b_view = packed ? view(*packed->panels, packed->panels->shape)
+                       : view_matrix(b, 0, plan.k, plan.n);
+  // Unprepacked kernels never read the column sums: one element stands for them.
+  const Tensor no_sums(DType::kUInt32, {1});
+  const Tensor& sums = packed && packed->column_sums ? *packed->column_sums : no_sums;
+  auto sums_view = view(sums, sums.shape);
   auto c_view = view(args.c ? *args.c : zero_c, {plan.m, plan.n});
   auto bs_view = view(bs, bs.shape), bz_view = view(bz, bz.shape);
   auto y_view = view_matrix(output_data(y, placed_output), y.dtype, 0, plan.m, plan.n);
@@ -38,7 +43,8 @@ Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmK
   const int rc =
       call(a_view.raw_buffer(), b_view.raw_buffer(), c_view.raw_buffer(),
            args.a_scale->data<float>()[0], static_cast<int32_t>(int_at(*args.a_zero_point, 0)),
-           bs_view.raw_buffer(), bz_view.raw_buffer(), ys, yzp, args.alpha, y_view.raw_buffer());
+           bs_view.raw_buffer(), bz_view.raw_buffer(), sums_view.raw_buffer(), ys, yzp, args.alpha,
+           y_view.raw_buffer());
   MMTUNE_CHECK(rc == 0, "QGemm kernel returned Halide error " << rc);
   finish_output(y, placed_output);
   return y;

@@ -12,6 +12,7 @@
 
 #include "HalideRuntime.h"
 #include "reference/qgemm.h"
+#include "runtime/host/packed_b.h"
 
 namespace mmtune {
 
@@ -23,7 +24,8 @@ namespace mmtune {
 using QGemmKernelCall =
     std::function<int(halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* c, float a_scale,
                       int32_t a_zero_point, halide_buffer_t* b_scale, halide_buffer_t* b_zero_point,
-                      float y_scale, int32_t y_zero_point, float alpha, halide_buffer_t* y)>;
+                      halide_buffer_t* b_column_sums, float y_scale, int32_t y_zero_point,
+                      float alpha, halide_buffer_t* y)>;
 
 // Why a valid call runs no kernel, or nullopt: K = 0 (an empty sum: the reference evaluates the
 // epilogue of C alone; an empty operand has no host pointer, which a Halide pipeline takes for a
@@ -33,7 +35,8 @@ std::optional<std::string> qgemm_no_kernel(const QGemmPlan& plan);
 // Y of a valid call (`plan` = validate_qgemm(args)) through `call`, bit for bit the reference's;
 // when qgemm_no_kernel(plan) says so, without calling it. The kernel writes into `placed_output`
 // when given (output_data, buffer_view.h).
+// With `packed`, the kernel reads B's panels and column sums (b_column_sums) instead of B.
 Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmKernelCall& call,
-                      uint8_t* placed_output = nullptr);
+                      uint8_t* placed_output = nullptr, const PackedOperand* packed = nullptr);
 
 }  // namespace mmtune

@@ -13,6 +13,7 @@
 
 #include "HalideRuntime.h"
 #include "reference/qlinear_matmul.h"
+#include "runtime/host/packed_b.h"
 
 namespace mmtune {
 
@@ -27,12 +28,7 @@ using QLinearMatMulKernelCall = std::function<int(
     halide_buffer_t* b_scale, halide_buffer_t* b_zero_point, halide_buffer_t* b_column_sums,
     float y_scale, int32_t y_zero_point, halide_buffer_t* y)>;
 
-// A 2-D b prepacked for one kernel layout (runtime/host/packed_b.h): what a prepacked_b kernel
-// reads instead of b, the same for every batch entry.
-struct PackedOperand {
-  const Tensor* panels = nullptr;       // pack_b_panels(b, layout)
-  const Tensor* column_sums = nullptr;  // column_sums_mod32(b) (8-bit integers), else nullptr
-};
+
 
 // Why a valid call (`plan` = validate_qlinear_matmul(args)) runs no kernel, or nullopt: an empty
 // output ("Y is empty"), or K = 0 (an empty sum: the reference evaluates the requantized zero; an

@@ -23,8 +23,13 @@ Chosen choose_gemm(const GemmArgs& args, const GemmPlan& plan, const PackedB::Im
 Chosen choose_qlinear_matmul(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
                              const PackedB::Impl* packed, DispatchInfo& info);
 
+// QGemm: plan = validate_qgemm(args), qgemm_no_kernel(plan) empty.
+Chosen choose_qgemm(const QGemmArgs& args, const QGemmPlan& plan, const PackedB::Impl* packed,
+                    DispatchInfo& info);
+
 // What fixes a PackedB of each operator besides B's dtype and shape (PackedB::Impl::what).
 std::string gemm_packing_key(const GemmArgs& args);
 std::string qlinear_matmul_packing_key(const QLinearMatMulArgs& args);
+std::string qgemm_packing_key(const QGemmArgs& args);
 
 }  // namespace mmtune::runtime

@@ -28,7 +28,8 @@ using QLinearMatMulKernelFn = int (*)(const void* user_context, halide_buffer_t*
 using QGemmKernelFn = int (*)(const void* user_context, halide_buffer_t* A, halide_buffer_t* B,
                               halide_buffer_t* C, float a_scale, int32_t a_zero_point,
                               halide_buffer_t* b_scale, halide_buffer_t* b_zero_point,
-                              float y_scale, int32_t y_zero_point, float alpha, halide_buffer_t* Y);
+                              halide_buffer_t* b_column_sums, float y_scale, int32_t y_zero_point,
+                              float alpha, halide_buffer_t* Y);
 using QuantMatmulDequantKernelFn = int (*)(const void* user_context, halide_buffer_t* x,
                                            halide_buffer_t* weight, halide_buffer_t* weight_scale,
                                            halide_buffer_t* bias, halide_buffer_t* x_scale,

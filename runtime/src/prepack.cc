@@ -12,6 +12,10 @@ namespace {
 // The accumulator width of an identity's kernels (generators: float32 for float16/bfloat16/float32
 // Gemm, float64 for float64 and float8, the type's width for integer Gemm, 32 for 8-bit sums).
 int accumulator_bits(const KernelIdentity& id, bool* exact) {
+  if (id.op == "QGemm") {
+    *exact = true;
+    return 32;
+  }
   if (id.op == "QLinearMatMul") {
     *exact = id.params.count("a_format") == 0;  // float8: a float64 sum
     return *exact ? 32 : 64;

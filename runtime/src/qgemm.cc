@@ -2,14 +2,25 @@
 // (runtime/host/qgemm_host.h: transposes materialized, per-column parameters widened, an absent C
 // as a zero int32 broadcast). The kernels the runtime calls take a y_scale: a float32-output call
 // without one runs with y_scale = 1, which computes the same bits (the output scale s / 1 is s,
-// exactly: validation keeps s finite).
+// exactly: validation keeps s finite). With a PackedB, the prepacked twin of the kernel reads B's
+// panels and column sums, computed once.
 #include "mmtune/mmtune.h"
+#include "reference/validate.h"
 #include "runtime/host/qgemm_host.h"
+#include "runtime/src/calls.h"
 #include "runtime/src/kernel_call.h"
 
 namespace mmtune::runtime {
+namespace {
 
-Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) {
+// The canonical call: a y_scale of 1 where a float32 output has none.
+QGemmArgs canonical(const QGemmArgs& args, const Tensor& one) {
+  QGemmArgs canon = args;
+  if (!canon.y_scale) canon.y_scale = &one;  // only float32 outputs lack it (y_zero_point needs it)
+  return canon;
+}
+
+Tensor run_qgemm(const QGemmArgs& args, const PackedB::Impl* packed, DispatchInfo* info) {
   const QGemmPlan plan = validate_qgemm(args);  // the reference's checks and messages
   DispatchInfo local;
   DispatchInfo& out = info ? *info : local;
@@ -18,27 +29,84 @@ Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) {
     return run_qgemm_host(args, plan, {});  // calls no kernel
   }
   const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
-  QGemmArgs canon = args;
-  if (!canon.y_scale) canon.y_scale = &one;  // only float32 outputs lack it (y_zero_point needs it)
+  const QGemmArgs canon = canonical(args, one);
+  const Chosen chosen = choose_qgemm(args, plan, packed, out);
+  if (!chosen.kernel) return mmtune::qgemm(args);
+  PackedOperand operand;
+  if (chosen.panels) operand = {&chosen.panels->panels, &packed->column_sums};
+  KernelCall call(*chosen.kernel);
+  const auto fn = reinterpret_cast<QGemmKernelFn>(chosen.kernel->fn);
+  return run_qgemm_host(
+      canon, plan,
+      [&](halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* c, float a_scale, int32_t a_zp,
+          halide_buffer_t* bs, halide_buffer_t* bz, halide_buffer_t* sums, float ys, int32_t yzp,
+          float alpha, halide_buffer_t* y) {
+        const int rc =
+            fn(call.user_context(), a, b, c, a_scale, a_zp, bs, bz, sums, ys, yzp, alpha, y);
+        call.check(rc);
+        return rc;
+      },
+      nullptr, chosen.panels ? &operand : nullptr);
+}
 
-  const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, args.a->dtype},
-                                            {{plan.k, plan.n}, args.b->dtype},
-                                            {{plan.m, plan.n}, plan.out_dtype}};
-  const KernelEntry* kernel =
-      choose_kernel(qgemm_identity(canon), plan.m, plan.n, plan.k, buffers, out);
-  if (!kernel) return mmtune::qgemm(args);
+}  // namespace
 
-  KernelCall call(*kernel);
-  const auto fn = reinterpret_cast<QGemmKernelFn>(kernel->fn);
-  return run_qgemm_host(canon, plan,
-                        [&](halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* c,
-                            float a_scale, int32_t a_zp, halide_buffer_t* bs, halide_buffer_t* bz,
-                            float ys, int32_t yzp, float alpha, halide_buffer_t* y) {
-                          const int rc = fn(call.user_context(), a, b, c, a_scale, a_zp, bs, bz, ys,
-                                            yzp, alpha, y);
-                          call.check(rc);
-                          return rc;
-                        });
+std::string qgemm_packing_key(const QGemmArgs& args) {
+  auto type = [](const Tensor* t) { return t ? dtype_name(t->dtype) : "none"; };
+  return std::string("transB=") + (args.trans_b ? "1" : "0") + " A=" + type(args.a) +
+         " y_zero_point=" + type(args.y_zero_point) + " y_scale=" + (args.y_scale ? "yes" : "no");
+}
+
+Chosen choose_qgemm(const QGemmArgs& args, const QGemmPlan& plan, const PackedB::Impl* packed,
+                    DispatchInfo& info) {
+  const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
+  const QGemmArgs canon = canonical(args, one);
+  std::vector<BufferShape> buffers = {{{plan.m, plan.k}, args.a->dtype},
+                                      {{plan.k, plan.n}, args.b->dtype},
+                                      {{plan.m, plan.n}, plan.out_dtype}};
+  if (!packed) return {choose_kernel(qgemm_identity(canon), plan.m, plan.n, plan.k, buffers, info)};
+  for (const auto& p : packed->packings) buffers.push_back({p.panels.shape, args.b->dtype});
+  Chosen chosen{choose_kernel(packed->identity, plan.m, plan.n, plan.k, buffers, info)};
+  chosen.panels = chosen.kernel ? packed->packing_for(chosen.kernel) : nullptr;
+  if (chosen.panels) {
+    info.reason += "; B prepacked (" + chosen.panels->layout.to_string() + ")";
+    return chosen;
+  }
+  // No prepacked twin for this call: the plain kernel (exact, packing B itself).
+  const std::string why = no_panels_reason(*packed, chosen.kernel, info.reason);
+  chosen = choose_qgemm(args, plan, nullptr, info);
+  info.reason += "; B not prepacked for it (" + why + ")";
+  return chosen;
+}
+
+Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) { return run_qgemm(args, nullptr, info); }
+
+Tensor qgemm(const QGemmArgs& args, const PackedB& packed_b, DispatchInfo* info) {
+  const PackedB::Impl& p =
+      packed_for_call(packed_b, "QGemm", args.b, args.b ? qgemm_packing_key(args) : "");
+  return run_qgemm(args, &p, info);
+}
+
+PackedB prepack_b(const QGemmArgs& args) {
+  constexpr const char* kOp = "QGemm";
+  const Tensor& b = require_present(kOp, "B", args.b);
+  require_rank(kOp, "B", b, 2);
+  require_dtype(kOp, "B", b, {DType::kInt8, DType::kUInt8});
+  const Tensor& a = require_present(kOp, "A", args.a);
+  require_dtype(kOp, "A", a, {DType::kInt8, DType::kUInt8});
+  if (args.y_zero_point)
+    require_dtype(kOp, "y_zero_point", *args.y_zero_point, {DType::kInt8, DType::kUInt8});
+  const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
+  const Tensor b_kn = args.trans_b ? transposed(b) : Tensor();
+  auto impl = pack_for_kernels(qgemm_identity(canonical(args, one)), args.trans_b ? b_kn : b,
+                               /*dot8=*/true, /*with_column_sums=*/true);
+  impl->source = b.bytes.data();
+  impl->shape = b.shape;
+  impl->dtype = b.dtype;
+  impl->trans_b = args.trans_b;
+  impl->what =
+      std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) + " " + qgemm_packing_key(args);
+  return PackedB(std::move(impl));
 }
 
 }  // namespace mmtune::runtime

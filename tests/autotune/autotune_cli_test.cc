@@ -606,10 +606,11 @@ TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
   EXPECT_NE(text.out.find("openblas"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("1.00x"), std::string::npos) << text.out;  // the runtime against itself
 
-  const CliResult q_prepacked =
-      run("bench --op QGemm:uint8,int8 --shape 4,4,4 --impl prepacked --max-time 0.05");
+  const CliResult q_prepacked = run(
+      "bench --op QuantMatmulDequant --shape 4,16,16 --impl prepacked --max-time 0.05");
   EXPECT_EQ(q_prepacked.exit_code, 1);
-  EXPECT_NE(q_prepacked.err.find("--impl prepacked: Gemm and QLinearMatMul"), std::string::npos)
+  EXPECT_NE(q_prepacked.err.find("--impl prepacked: Gemm, QGemm and QLinearMatMul"),
+            std::string::npos)
       << q_prepacked.err;
   const CliResult not_blas = run("bench --op QGemm:uint8,int8 --shape 4,4,4 --impl openblas");
   EXPECT_EQ(not_blas.exit_code, 1);

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <tuple>
 #include <string>
 
 #include "mmtune/mmtune.h"
 #include "reference/gemm.h"
+#include "reference/qgemm.h"
 #include "reference/qlinear_matmul.h"
 #include "runtime/host/packed_b.h"
 #include "schedules/schedule.h"
@@ -200,6 +202,51 @@ TEST(PackedB, QLinearMatMulIsBitExactAndRunsThePrepackedKernel) {
     }
   }
   std::cout << "[prepack] QLinearMatMul: " << calls << " calls bit-exact, " << prepacked_runs
+            << " on a prepacked kernel (level " << runtime::kernel_target() << ")\n";
+}
+
+// QGemm with a PackedB: u8 x s8 -> float32 and s8 x s8 -> s8, transB, per-column parameters, C.
+TEST(PackedB, QGemmIsBitExactAndRunsThePrepackedKernel) {
+  std::mt19937_64 rng(testing::variant_seed() + 4);
+  int prepacked_runs = 0, calls = 0;
+  for (const auto& [ta, tb, ty, quantized] :
+       std::vector<std::tuple<DType, DType, DType, bool>>{
+           {DType::kUInt8, DType::kInt8, DType::kUInt8, false},
+           {DType::kInt8, DType::kInt8, DType::kInt8, true}}) {
+    const bool twins = has_prepacked("QGemm", "B.type", dtype_name(tb));
+    for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
+             {1, 1000, 700}, {16, 600, 530}, {100, 129, 65}}) {
+      for (const bool trans_b : {false, true}) {
+        const tune::QGemmInputs in = tune::make_qgemm_inputs(
+            ta, tb, ty, {m, n, k, false, trans_b, /*per_column=*/trans_b, {n}, false}, rng);
+        QGemmArgs args;
+        args.trans_b = trans_b;
+        args.a = &in.a;
+        args.b = &in.b;
+        args.a_scale = &in.as;
+        args.a_zero_point = &in.az;
+        args.b_scale = &in.bs;
+        args.b_zero_point = &in.bz;
+        args.c = &in.c;
+        args.y_scale = quantized ? &in.ys : nullptr;
+        args.y_zero_point = quantized ? &in.yz : nullptr;
+        const runtime::PackedB pb = runtime::prepack_b(args);
+        DispatchInfo info;
+        const Tensor y = runtime::qgemm(args, pb, &info);
+        const std::string context = std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                    std::to_string(k) + " transB=" + std::to_string(trans_b) +
+                                    ": " + info.kernel + " " + info.reason;
+        ASSERT_TRUE(testing::bit_equal(qgemm(args), y, context));
+        ++calls;
+        const bool ran_twin = info.kernel.find("_prepacked__") != std::string::npos;
+        prepacked_runs += ran_twin;
+        if (twins) {
+          EXPECT_TRUE(ran_twin) << context;
+        }
+      }
+    }
+  }
+  std::cout << "[prepack] QGemm: " << calls << " calls bit-exact, " << prepacked_runs
             << " on a prepacked kernel (level " << runtime::kernel_target() << ")\n";
 }
 

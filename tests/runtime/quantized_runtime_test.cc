@@ -183,6 +183,8 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
   const uint64_t seed = seed_for(kernel.name);
   std::mt19937_64 rng(seed);
   const float alphas[] = {1.0f, 0.75f, -1.5f, 2.0f};
+  // A prepacked twin (prepacked_b=true) is called as users call it: B packed by prepack_b.
+  const bool prepacked = kernel.identity.count("prepacked_b") > 0;
   int64_t cases = 0;
   int combo = 0;
   // Each shape moved into the kernel's bucket, so that this kernel is the one that serves it.
@@ -240,12 +242,17 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
               << " y_scale=" << (args.y_scale != nullptr) << " seed=" << seed;
       const Tensor expected = qgemm(args);
       ASSERT_TRUE(runs_on_kernel(
-          kernel.name, expected, [&](DispatchInfo* info) { return runtime::qgemm(args, info); },
+          kernel.name, expected,
+          [&](DispatchInfo* info) {
+            return prepacked ? runtime::qgemm(args, runtime::prepack_b(args), info)
+                             : runtime::qgemm(args, info);
+          },
           context.str()));
       ++cases;
     }
   }
-  std::cout << "[runtime] " << kernel.name << ": " << cases << " cases bit-exact\n";
+  std::cout << "[runtime] " << kernel.name << ": " << cases << " cases bit-exact"
+            << (prepacked ? " (B prepacked)" : "") << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, QGemmRuntime, ::testing::ValuesIn(names_of("QGemm")),

@@ -43,7 +43,8 @@ TEST_P(QGemmVariants, BitExactAgainstReference) {
   testing::GateCounts counts;
   for (std::size_t d = 0; d < draws.size(); ++d) {
     const auto& draw = draws[d];
-    const HalideVariant variant{draw.schedule, "host"};
+    HalideVariant variant{draw.schedule, "host"};
+    variant.prepacked_b = d % 2 == 1;  // every other draw prepacks B (prepack_b's path)
     const int cols = draw.tile.cols;
     std::size_t n_case = 0;
     for (const auto& s : testing::matmul_shapes(draw.tile.rows, cols)) {
@@ -76,7 +77,8 @@ TEST_P(QGemmVariants, BitExactAgainstReference) {
               << " K=" << s.k << " transA=" << args.trans_a << " transB=" << args.trans_b
               << " alpha=" << args.alpha << " C=" << (args.c ? shape_str(in.c.shape) : "none")
               << (big_c ? " (near INT32_MAX)" : "") << " per_column=" << per_column
-              << " y_scale=" << (args.y_scale != nullptr) << " schedule " << draw.name << " "
+              << " y_scale=" << (args.y_scale != nullptr)
+              << (variant.prepacked_b ? " B prepacked" : "") << " schedule " << draw.name << " "
               << kernel_key(qgemm_identity(args), variant).to_string() << " seed " << seed;
       const Tensor expected = qgemm(args);
       ASSERT_TRUE(testing::gated_equal(

@@ -70,7 +70,8 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
 // prepack_b packs B for every kernel of the call's identity at the level calls use now (one copy
 // per distinct panel layout among them); it reads args.b and what fixes the kernel's identity
 // (Gemm: B's dtype, transB and the float contract, A and C may be null; QLinearMatMul: b 2-D, the
-// dtypes of a, a_scale and y_zero_point and the requantization mode, not their values). A
+// dtypes of a, a_scale and y_zero_point and the requantization mode; QGemm: B's and A's dtypes,
+// transB, whether y_scale and y_zero_point are given and y_zero_point's dtype; not their values). A
 // call with a PackedB takes the same args with args.b the very tensor that was packed, unchanged
 // (it is the reference's operand wherever no kernel runs, so calls never lose exactness); a PackedB
 // of another operator, dtype, shape, transB, contract or b tensor is refused with InvalidArgument
@@ -95,9 +96,11 @@ class PackedB {
 
 PackedB prepack_b(const GemmArgs& args);
 PackedB prepack_b(const QLinearMatMulArgs& args);
+PackedB prepack_b(const QGemmArgs& args);
 Tensor gemm(const GemmArgs& args, const PackedB& packed_b, DispatchInfo* info = nullptr);
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, const PackedB& packed_b,
                       DispatchInfo* info = nullptr);
+Tensor qgemm(const QGemmArgs& args, const PackedB& packed_b, DispatchInfo* info = nullptr);
 
 // Prepared calls: the work of a call that does not depend on the data done once — validation,
 // the kernel's choice, the buffers' description, the quantization parameters' widening — so that
