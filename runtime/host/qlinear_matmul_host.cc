@@ -32,7 +32,7 @@ void widen_entry_params(const QLinearMatMulArgs& args, const QLinearMatMulPlan& 
     for (std::size_t d = 0; d < nb; ++d) o += idx[d] * strides[d];
     return o;
   };
-  if (p.a_scale.numel() != s.m || p.b_scale.numel() != s.n) {
+  if (p.a_scale.shape != Shape{s.m} || p.b_scale.shape != Shape{s.n}) {
     p.a_scale = Tensor(DType::kFloat32, {s.m});
     p.a_zero_point = Tensor(DType::kInt32, {s.m});
     p.b_scale = Tensor(DType::kFloat32, {s.n});
