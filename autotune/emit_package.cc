@@ -213,13 +213,14 @@ void emit_package(const PackageRequest& request) {
               "'; the log is ", (work / "install.log").string());
     }
   }
-  std::size_t kernels = 0, levels = 0;
+  std::size_t kernels = 0, twins = 0, levels = 0;
   {
     std::ifstream in(staged / "manifest.json");
     const nlohmann::json manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     MMTUNE_CHECK(manifest.is_object() && manifest.contains("kernels"),
                  "the package's manifest " << (staged / "manifest.json") << " is not its JSON");
-    kernels = manifest["kernels"].size();
+    for (const nlohmann::json& k : manifest["kernels"])
+      ++(k.contains("prepacked_twin_of") ? twins : kernels);
     levels = manifest.value("levels", nlohmann::json::array()).size();
   }
 
@@ -241,8 +242,9 @@ void emit_package(const PackageRequest& request) {
   fs::remove_all(work, ec);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::cout << prefix << (replacing ? "replaced " : "wrote ") << dir.string() << " (" << kernels
-            << " kernel" << (kernels == 1 ? "" : "s") << " of " << levels << " level"
-            << (levels == 1 ? "" : "s") << ", manifest.json; " << std::lround(seconds) << " s)\n";
+            << " kernel" << (kernels == 1 ? "" : "s") << " and " << twins << " prepacked twin"
+            << (twins == 1 ? "" : "s") << " of " << levels << " level" << (levels == 1 ? "" : "s")
+            << ", listed in manifest.json; " << std::lround(seconds) << " s)\n";
   if (kernels == 0) {
     std::cout << prefix << "warning: no kernels (no candidate passed the gate): every call of "
               << "this package runs the reference\n";
