@@ -284,6 +284,8 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     t.emit = !o->no_emit;
     t.exe = self_exe();
     t.inject_fault = o->inject_fault;
+    const bool package = t.emit && !o->no_package;
+    if (package) check_package_prerequisites("autotune", t.out + "/package");
     const tune::TuneSummary s = tune::autotune(t);
     std::cout << "mmtune autotune: " << s.units << " identity x bucket units, " << s.new_records
               << " new records, " << s.resumed << " found in " << t.db << "\n";
@@ -294,7 +296,7 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     }
     if (!s.tuned.empty()) std::cout << "mmtune autotune: wrote " << s.tuned << "\n";
     if (!s.report.empty()) std::cout << "mmtune autotune: wrote " << s.report << "\n";
-    if (!s.tuned.empty() && !o->no_package) {
+    if (!s.tuned.empty() && package) {
       try {
         emit_package({"autotune", {s.tuned}, t.out + "/package"});
       } catch (const InvalidArgument& e) {
@@ -427,6 +429,7 @@ std::function<int()> add_emit_command(CLI::App& app) {
                 " (its targets: ", have, ")");
       }
     }
+    if (!o->no_package) check_package_prerequisites("emit", o->out + "/package");
     std::vector<std::string> databases;
     for (const std::string& t : best_level_first({targets.begin(), targets.end()})) {
       const std::string path = o->out + "/tuned/" + t + ".json";

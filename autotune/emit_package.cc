@@ -126,21 +126,34 @@ std::vector<std::string> best_level_first(std::vector<std::string> targets) {
   return targets;
 }
 
+void check_package_prerequisites(const std::string& command, const std::string& dir) {
+  (void)source_dir(command);
+  std::error_code ec;
+  if (!fs::exists(MMTUNE_CMAKE_COMMAND, ec)) {
+    invalid(command, "the cmake this mmtune was built with, '", MMTUNE_CMAKE_COMMAND,
+            "', no longer exists: rebuild mmtune, or pass --no-package");
+  }
+  const fs::path path = fs::absolute(dir).lexically_normal();
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec)) {
+    invalid(command, "the package folder '", path.string(), "' exists and is not a folder");
+  }
+  // The tuned databases beside it go to CMake as a list, whose items ';' would split.
+  if (path.string().find(';') != std::string::npos) {
+    invalid(command, "the package folder '", path.string(),
+            "' has a ';' in its path, which CMake reads as a list separator: write into a folder "
+            "without one");
+  }
+}
+
 void emit_package(const PackageRequest& request) {
   const std::string& cmd = request.command;
   const std::string prefix = "mmtune " + cmd + ": package: ";
   const auto start = Clock::now();
+  check_package_prerequisites(cmd, request.dir);
   const std::string source = source_dir(cmd);
   const std::string cmake = MMTUNE_CMAKE_COMMAND;
   std::error_code ec;
-  if (!fs::exists(cmake, ec)) {
-    invalid(cmd, "the cmake this mmtune was built with, '", cmake,
-            "', no longer exists: rebuild mmtune, or pass --no-package");
-  }
   const fs::path dir = fs::absolute(request.dir).lexically_normal();
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
-    invalid(cmd, "the package folder '", dir.string(), "' exists and is not a folder");
-  }
   std::string databases;  // a CMake list
   for (const std::string& db : request.databases) {
     const std::string path = fs::absolute(db).lexically_normal().string();

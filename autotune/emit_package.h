@@ -19,6 +19,12 @@ struct PackageRequest {
   std::string dir;                     // the package folder (created, or replaced when complete)
 };
 
+// What emit_package needs before it builds anything, checked alone so that a command fails before
+// it tunes or writes anything when it could not package the result: an mmtune source tree, the
+// cmake the build used, and a package folder that is a folder (or absent) without ';' in its
+// path. InvalidArgument naming what is missing and how to proceed (--no-package among the ways).
+void check_package_prerequisites(const std::string& command, const std::string& dir);
+
 // Configures this mmtune source tree (the MMTUNE_SOURCE_DIR environment variable, else the tree
 // this binary was built from) into a temporary folder next to `dir` with the build's own cmake,
 // generator and compilers, MMTUNE_DATABASE = the databases, MMTUNE_PACKAGE_ONLY and

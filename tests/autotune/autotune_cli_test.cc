@@ -215,25 +215,43 @@ TEST_F(Autotune, TwoShardsMergedHoldTheCandidatesOfOneRun) {
 }
 
 // `mmtune autotune` ends by building the package of its kernels (<out>/package, as `mmtune emit`
-// does: tests/install/tuned_package_test.sh builds and uses one). When it cannot, the run fails
-// with the reason and where the tuning results are, which it keeps, and writes no package.
+// does: tests/install/tuned_package_test.sh builds and uses one). Without a source tree to build
+// it from, it refuses before tuning; when the build fails, the run fails with the reason and where
+// the tuning results are, which it keeps, and writes no package.
 TEST_F(Autotune, AutotuneEndsWithThePackageOrSaysWhyNot) {
-  const CliResult r = sh("MMTUNE_SOURCE_DIR='" + path("nowhere") + "' '" + cli_path() +
-                         "' autotune --op Gemm:float32 --shape 4,16,16 --max-candidates 1"
-                         " --strategy random --quiet --jobs 2 --finalists 0 --baselines none"
-                         " --out " +
-                         path("out"));
+  const std::string args =
+      "' autotune --op Gemm:float32 --shape 4,16,16 --max-candidates 1 --strategy random --quiet"
+      " --jobs 2 --finalists 0 --baselines none --out ";
+  const CliResult none =
+      sh("MMTUNE_SOURCE_DIR='" + path("nowhere") + "' '" + cli_path() + args + path("none"));
+  EXPECT_EQ(none.exit_code, 1) << none.err << none.out;
+  EXPECT_NE(none.err.find("MMTUNE_SOURCE_DIR='" + path("nowhere") +
+                          "' is not one (no CMakeLists.txt and cmake/MmtuneKernels.cmake there)"),
+            std::string::npos)
+      << none.err;
+  EXPECT_NE(none.err.find("or pass --no-package"), std::string::npos) << none.err;
+  EXPECT_FALSE(fs::exists(path("none") + "/tuning.jsonl"));  // refused before tuning
+
+  // A tree whose configure step fails: the package's build fails after the tuning.
+  fs::create_directories(path("broken") + "/cmake");
+  std::ofstream(path("broken") + "/cmake/MmtuneKernels.cmake") << "\n";
+  std::ofstream(path("broken") + "/CMakeLists.txt")
+      << "cmake_minimum_required(VERSION 3.28)\nproject(broken NONE)\n"
+         "message(FATAL_ERROR \"this tree cannot be configured\")\n";
+  const std::string out = path("out");
+  const CliResult r = sh("MMTUNE_SOURCE_DIR='" + path("broken") + "' '" + cli_path() + args + out);
   EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
-  EXPECT_NE(r.err.find("MMTUNE_SOURCE_DIR='" + path("nowhere") + "' is not one"), std::string::npos)
+  EXPECT_NE(r.err.find("the package's configure step failed (exit code 1)"), std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("`mmtune emit --db " + path("out") + "/tuning.jsonl --out " + path("out") +
+  EXPECT_NE(r.err.find("this tree cannot be configured"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("`mmtune emit --db " + out + "/tuning.jsonl --out " + out +
                        "` builds the package again"),
             std::string::npos)
       << r.err;
-  const Database d = Database::open(path("out") + "/tuning.jsonl", false);
+  const Database d = Database::open(out + "/tuning.jsonl", false);
   ASSERT_FALSE(d.records().empty());
-  EXPECT_TRUE(fs::exists(path("out") + "/tuned/" + d.records()[0].target + ".json"));
-  EXPECT_FALSE(fs::exists(path("out") + "/package"));
+  EXPECT_TRUE(fs::exists(out + "/tuned/" + d.records()[0].target + ".json"));
+  EXPECT_FALSE(fs::exists(out + "/package"));
 }
 
 // The BLAS baselines (float32 Gemm: OpenBLAS and oneDNN; u8.s8->u8 QLinearMatMul: oneDNN's int8
