@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "autotune/cli.h"
 #include "autotune/cli_compare.h"
+#include "autotune/emit_package.h"
 #include "autotune/kernel_key.h"
 #include "autotune/shape_list.h"
 #include "autotune/tune_buckets.h"
@@ -118,7 +120,9 @@ the candidates' whole battery (records of their own), and the report says which.
 
 Writes to --out: tuning.jsonl (unless --db says otherwise), tuned/<target>.json, the database
 the build consumes (cmake -DMMTUNE_DATABASE=<out>/tuned/<target>.json), machine.json (peak
-FLOP/s and memory bandwidth, measured at the start) and report.html.
+FLOP/s and memory bandwidth, measured at the start), report.html and, unless --no-package, the
+package of the tuned kernels, as `mmtune emit` writes it: <out>/package, for other projects'
+find_package(mmtune-kernels) and mmtune::kernels.
 
 SPEC is OP[:TYPES][:KEY=VALUE...], e.g.
   Gemm:float32:contract=fma   QLinearMatMul:uint8,int8,uint8:requant=float32
@@ -131,8 +135,26 @@ Examples:
   mmtune autotune --baselines Mullapudi2016,Li2018      # skip Adams2019
   mmtune autotune --ops-from tuned/x86-64-linux-sse41.json --target x86-64-linux-sse41
                                                    # retune every identity a database ships
-  mmtune autotune --shard 2/8 --db shard2.jsonl ...   # one of 8 independent processes
+  mmtune autotune --shard 2/8 --db shard2.jsonl --no-emit ...   # one of 8 independent processes
   mmtune db merge shard*.jsonl -o all.jsonl && mmtune emit --db all.jsonl --out tuned-all
+)";
+
+const char* kEmitHelp = R"(
+Writes DIR/tuned/<target>.json for each target of the database (or each --target), the winners in
+the format the build consumes, then the package of their kernels in DIR/package (unless
+--no-package): the runtime's API (<mmtune/mmtune.h> and the reference headers it includes), one
+static library libmmtune_kernels.a with the kernels of every level, best first (AVX-512, AVX2, the
+others), the Halide runtime and the dispatch tables, manifest.json (every kernel: name, operator,
+identity, bucket, schedule, target, provenance; the mmtune commit and Halide version that built
+it) and the CMake package mmtune-kernels. Another project uses it with DIR/package on
+CMAKE_PREFIX_PATH:
+
+  find_package(mmtune-kernels REQUIRED)
+  target_link_libraries(app PRIVATE mmtune::kernels)
+
+The package is built by this mmtune source tree's own CMake build (the tree the binary was built
+from, or $MMTUNE_SOURCE_DIR) in a folder beside DIR/package, with the build's cmake and
+compilers; DIR/package appears, or replaces the previous one, only once every step succeeded.
 )";
 
 void print_comparison(const std::vector<tune::CompareRow>& rows, bool json) {
@@ -182,7 +204,7 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     int max_candidates = 0, threads = 1, jobs = 0, finalists = 3;
     uint64_t seed = 1;
     double timeout = 180;
-    bool quiet = false, no_emit = false;
+    bool quiet = false, no_emit = false, no_package = false;
     std::string inject_fault;
   };
   auto o = std::make_shared<Opts>();
@@ -213,7 +235,9 @@ std::function<int()> add_autotune_command(CLI::App& app) {
   sub->add_option("--timeout", o->timeout, "seconds allowed per compile and gate");
   sub->add_flag("--quiet", o->quiet, "no progress output");
   sub->add_flag("--no-emit", o->no_emit,
-                "do not write tuned/<target>.json, machine.json or report.html");
+                "do not write tuned/<target>.json, machine.json, report.html or the package");
+  sub->add_flag("--no-package", o->no_package,
+                "do not build the package of the tuned kernels (<out>/package)");
   sub->add_option("--inject-fault", o->inject_fault)->group("");  // tests: drop_tail
   return [o] {
     tune::TuneOptions t;
@@ -260,6 +284,8 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     t.emit = !o->no_emit;
     t.exe = self_exe();
     t.inject_fault = o->inject_fault;
+    const bool package = t.emit && !o->no_package;
+    if (package) check_package_prerequisites("autotune", t.out + "/package");
     const tune::TuneSummary s = tune::autotune(t);
     std::cout << "mmtune autotune: " << s.units << " identity x bucket units, " << s.new_records
               << " new records, " << s.resumed << " found in " << t.db << "\n";
@@ -270,6 +296,16 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     }
     if (!s.tuned.empty()) std::cout << "mmtune autotune: wrote " << s.tuned << "\n";
     if (!s.report.empty()) std::cout << "mmtune autotune: wrote " << s.report << "\n";
+    if (!s.tuned.empty() && package) {
+      try {
+        emit_package({"autotune", {s.tuned}, t.out + "/package"});
+      } catch (const InvalidArgument& e) {
+        // The tuning itself succeeded: say where its results are and how to package them again.
+        throw InvalidArgument(std::string(e.what()) + "\nThe tuning results are in " + t.db +
+                              " and " + s.tuned + "; `mmtune emit --db " + t.db + " --out " +
+                              t.out + "` builds the package again.");
+      }
+    }
     return kExitOk;
   };
 }
@@ -362,30 +398,47 @@ Example: did a retune beat the shipped kernels?
 }
 
 std::function<int()> add_emit_command(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("emit", "Write tuned/<target>.json from a tuning database");
+  CLI::App* sub = app.add_subcommand(
+      "emit", "Write tuned/<target>.json and the package of their kernels from a tuning database");
+  sub->footer(kEmitHelp);
   struct Opts {
-    std::string db, out, target;
+    std::string db, out;
+    std::vector<std::string> targets;
+    bool no_package = false;
   };
   auto o = std::make_shared<Opts>();
   sub->add_option("--db", o->db, "tuning database")->required();
   sub->add_option("--out", o->out, "output folder")->required();
-  sub->add_option("--target", o->target, "emit this target's records only (default: every target)");
+  sub->add_option("--target", o->targets,
+                  "emit this target's records only (repeatable; default: every target)");
+  sub->add_flag("--no-package", o->no_package,
+                "write tuned/<target>.json only, not the package (DIR/package)");
   return [o] {
     const tune::Database db = tune::Database::open(o->db, false);
     for (const std::string& w : db.warnings()) std::cerr << "mmtune emit: warning: " << w << "\n";
-    std::set<std::string> targets;
-    for (const tune::Record& r : db.records()) {
-      if (o->target.empty() || r.target == o->target) targets.insert(r.target);
-    }
-    if (targets.empty())
-      invalid("emit", "database '", o->db, "' has no records",
-              o->target.empty() ? "" : " for target " + o->target);
+    std::set<std::string> present;
+    for (const tune::Record& r : db.records()) present.insert(r.target);
+    if (present.empty()) invalid("emit", "database '", o->db, "' has no records");
+    std::set<std::string> targets(o->targets.begin(), o->targets.end());
+    if (targets.empty()) targets = present;
     for (const std::string& t : targets) {
+      if (present.count(t) == 0) {
+        std::string have;
+        for (const std::string& p : present) have += (have.empty() ? "" : ", ") + p;
+        invalid("emit", "database '", o->db, "' has no records for --target ", t,
+                " (its targets: ", have, ")");
+      }
+    }
+    if (!o->no_package) check_package_prerequisites("emit", o->out + "/package");
+    std::vector<std::string> databases;
+    for (const std::string& t : best_level_first({targets.begin(), targets.end()})) {
       const std::string path = o->out + "/tuned/" + t + ".json";
       const nlohmann::json tuned = tune::tuned_database(db.records(), t);
       tune::write_json_atomically(tuned, path);
       std::cout << "mmtune emit: " << tuned["kernels"].size() << " kernels to " << path << "\n";
+      databases.push_back(path);
     }
+    if (!o->no_package) emit_package({"emit", databases, o->out + "/package"});
     return kExitOk;
   };
 }

@@ -103,7 +103,7 @@ function(_mmtune_json_params out json what skip)
 endfunction()
 
 # mmtune_add_kernels(<name> DATABASES <file.json>... FROM <generator executable> OUT_SOURCES <var>
-#                    [OUT_TARGETS <var>])
+#                    [OUT_TARGETS <var>] [OUT_MANIFEST <var>])
 #
 # For each kernel of each database, add_halide_library(<kernel name> ...) with the kernel's identity
 # params and schedule (its "template" included) as generator params, compiled for its database's
@@ -118,8 +118,11 @@ endfunction()
 # signature type mmtune::runtime::<Op>KernelFn (runtime/src/kernel_table.h). A database whose
 # target is "none" has no kernels; its table is empty. The databases' targets must share one
 # architecture (one runtime serves them) and be distinct; OUT_TARGETS receives them in order.
+# OUT_MANIFEST receives a JSON array of every kernel the library carries, each its database entry
+# (name, op, generator, params, schedule, bucket, provenance) plus its target; a prepacked twin is
+# its kernel's entry renamed, with prepacked_b=true and prepacked_twin_of naming the kernel.
 function(mmtune_add_kernels name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "FROM;OUT_SOURCES;OUT_TARGETS" "DATABASES")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "FROM;OUT_SOURCES;OUT_TARGETS;OUT_MANIFEST" "DATABASES")
   if(NOT ARG_DATABASES OR NOT ARG_FROM OR NOT ARG_OUT_SOURCES)
     message(FATAL_ERROR "mmtune_add_kernels(${name}): DATABASES, FROM and OUT_SOURCES are required")
   endif()
@@ -175,6 +178,8 @@ function(mmtune_add_kernels name)
   set(arrays "")
   set(tables "")
   set(summary "")
+  set(manifest "[]")
+  set(n_manifest 0)
   set(db_index 0)
   foreach(database target IN ZIP_LISTS files targets)
     file(READ "${database}" json)
@@ -297,6 +302,7 @@ function(mmtune_add_kernels name)
 
         # Its prepacked twin (mmtune::runtime::prepack_b): the same schedule reading a B packed
         # once by the host; entries of the identity plus prepacked_b=true, named <op>..._prepacked__.
+        set(twin "")
         if("${op} ${identity_text}" MATCHES "${MMTUNE_PREPACKED}" AND NOT identity_text MATCHES "_format="
            AND NOT identity_text MATCHES "trans_b=true")
           string(REPLACE "__" "_prepacked__" twin "${kernel}")
@@ -321,6 +327,21 @@ function(mmtune_add_kernels name)
                    "     \"${schedule_text}\",\n"
                    "     {${bucket}}, reinterpret_cast<KernelFn>(&mmtune::kernels::${twin})},\n")
           endforeach()
+        endif()
+
+        # The manifest's entries (string(JSON SET) at the array's length appends).
+        if(ARG_OUT_MANIFEST)
+          string(JSON entry GET "${json}" kernels ${i})
+          string(JSON entry SET "${entry}" target "\"${target}\"")
+          string(JSON manifest SET "${manifest}" ${n_manifest} "${entry}")
+          math(EXPR n_manifest "${n_manifest} + 1")
+          if(twin)
+            string(JSON entry SET "${entry}" name "\"${twin}\"")
+            string(JSON entry SET "${entry}" params prepacked_b "\"true\"")
+            string(JSON entry SET "${entry}" prepacked_twin_of "\"${kernel}\"")
+            string(JSON manifest SET "${manifest}" ${n_manifest} "${entry}")
+            math(EXPR n_manifest "${n_manifest} + 1")
+          endif()
         endif()
       endforeach()
     endif()
@@ -377,6 +398,9 @@ const LinkedTables& linked_tables() {
   set(${ARG_OUT_SOURCES} "${sources}" PARENT_SCOPE)
   if(ARG_OUT_TARGETS)
     set(${ARG_OUT_TARGETS} "${targets}" PARENT_SCOPE)
+  endif()
+  if(ARG_OUT_MANIFEST)
+    set(${ARG_OUT_MANIFEST} "${manifest}" PARENT_SCOPE)
   endif()
   message(STATUS "mmtune: ${name}: AOT kernels:${summary}")
 endfunction()

@@ -55,8 +55,9 @@ int count_lines(const std::string& p) {
 
 class Autotune : public CliFixture {};
 
-// Short timing: tiny shapes are stable within a few samples; no baselines (their own tests).
-const char* kQuick = " --quiet --jobs 2 --finalists 0 --baselines none";
+// Short timing: tiny shapes are stable within a few samples; no baselines (their own tests); no
+// package (its own tests: AutotuneEndsWithThePackage..., tests/install).
+const char* kQuick = " --quiet --jobs 2 --finalists 0 --baselines none --no-package";
 
 TEST_F(Autotune, GateRecordsAWrongKernelAsIncorrectAndNeverChoosesIt) {
   const std::string db = path("wrong.jsonl");
@@ -176,8 +177,10 @@ TEST_F(Autotune, TwoShardsMergedHoldTheCandidatesOfOneRun) {
   EXPECT_EQ(keys_of(path("merged.jsonl")), whole);
   EXPECT_LT(keys_of(path("shard0.jsonl")).size(), whole.size());  // each shard did a part
   // Emit from the union: one kernel per winner, named by the rule, with its buckets.
-  const CliResult e = run("emit --db " + path("merged.jsonl") + " --out " + path("emitted"));
+  const CliResult e =
+      run("emit --no-package --db " + path("merged.jsonl") + " --out " + path("emitted"));
   ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_FALSE(fs::exists(path("emitted") + "/package"));
   const Database d = Database::open(path("merged.jsonl"), false);
   const std::string target = d.records()[0].target;
   const auto tuned = nlohmann::json::parse(slurp(path("emitted") + "/tuned/" + target + ".json"));
@@ -198,6 +201,57 @@ TEST_F(Autotune, TwoShardsMergedHoldTheCandidatesOfOneRun) {
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_NE(b.out.find("Gemm:float32"), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("Gemm:int32"), std::string::npos) << b.out;
+  // A --target the database lacks is refused, naming the ones it has.
+  const CliResult other = run("emit --db " + path("merged.jsonl") + " --out " + path("other") +
+                              " --target x86-64-linux-sse41 --target " + target);
+  if (target != "x86-64-linux-sse41") {
+    EXPECT_EQ(other.exit_code, 1) << other.err;
+    EXPECT_NE(other.err.find(
+                  "has no records for --target x86-64-linux-sse41 (its targets: " + target + ")"),
+              std::string::npos)
+        << other.err;
+    EXPECT_FALSE(fs::exists(path("other")));
+  }
+}
+
+// `mmtune autotune` ends by building the package of its kernels (<out>/package, as `mmtune emit`
+// does: tests/install/tuned_package_test.sh builds and uses one). Without a source tree to build
+// it from, it refuses before tuning; when the build fails, the run fails with the reason and where
+// the tuning results are, which it keeps, and writes no package.
+TEST_F(Autotune, AutotuneEndsWithThePackageOrSaysWhyNot) {
+  const std::string args =
+      "' autotune --op Gemm:float32 --shape 4,16,16 --max-candidates 1 --strategy random --quiet"
+      " --jobs 2 --finalists 0 --baselines none --out ";
+  const CliResult none =
+      sh("MMTUNE_SOURCE_DIR='" + path("nowhere") + "' '" + cli_path() + args + path("none"));
+  EXPECT_EQ(none.exit_code, 1) << none.err << none.out;
+  EXPECT_NE(none.err.find("MMTUNE_SOURCE_DIR='" + path("nowhere") +
+                          "' is not one (no CMakeLists.txt and cmake/MmtuneKernels.cmake there)"),
+            std::string::npos)
+      << none.err;
+  EXPECT_NE(none.err.find("or pass --no-package"), std::string::npos) << none.err;
+  EXPECT_FALSE(fs::exists(path("none") + "/tuning.jsonl"));  // refused before tuning
+
+  // A tree whose configure step fails: the package's build fails after the tuning.
+  fs::create_directories(path("broken") + "/cmake");
+  std::ofstream(path("broken") + "/cmake/MmtuneKernels.cmake") << "\n";
+  std::ofstream(path("broken") + "/CMakeLists.txt")
+      << "cmake_minimum_required(VERSION 3.28)\nproject(broken NONE)\n"
+         "message(FATAL_ERROR \"this tree cannot be configured\")\n";
+  const std::string out = path("out");
+  const CliResult r = sh("MMTUNE_SOURCE_DIR='" + path("broken") + "' '" + cli_path() + args + out);
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("the package's configure step failed (exit code 1)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("this tree cannot be configured"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("`mmtune emit --db " + out + "/tuning.jsonl --out " + out +
+                       "` builds the package again"),
+            std::string::npos)
+      << r.err;
+  const Database d = Database::open(out + "/tuning.jsonl", false);
+  ASSERT_FALSE(d.records().empty());
+  EXPECT_TRUE(fs::exists(out + "/tuned/" + d.records()[0].target + ".json"));
+  EXPECT_FALSE(fs::exists(out + "/package"));
 }
 
 // The BLAS baselines (float32 Gemm: OpenBLAS and oneDNN; u8.s8->u8 QLinearMatMul: oneDNN's int8
@@ -297,7 +351,7 @@ std::size_t without_libraries(const Database& d) {
 TEST_F(Autotune, BaselinesAreRecordedOnceNeverWinAndAreReported) {
   const std::string args =
       "autotune --op Gemm:float32 --shape 7,19,13 --max-candidates 2 --strategy random --seed 5"
-      " --baseline-gate full --quiet --jobs 2 --finalists 0 --out " +
+      " --baseline-gate full --quiet --jobs 2 --finalists 0 --no-package --out " +
       path("out");
   const CliResult r = run(args);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
@@ -358,7 +412,7 @@ TEST_F(Autotune, BaselinesAreRecordedOnceNeverWinAndAreReported) {
 TEST_F(Autotune, BaselinesGatedOnTheBucketShapeAreTimed) {
   const CliResult r =
       run("autotune --op Gemm:float32 --shape 7,19,13 --max-candidates 1 --strategy random"
-          " --baseline-gate bucket --quiet --jobs 2 --finalists 0 --out " +
+          " --baseline-gate bucket --quiet --jobs 2 --finalists 0 --no-package --out " +
           path("out"));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const Database d = Database::open(path("out") + "/tuning.jsonl", false);
@@ -455,7 +509,8 @@ TEST_F(Autotune, OpsFromADatabaseTunesItsIdentitiesWithItsSchedulesFirst) {
         {{"op", "Gemm"}, {"generator", "mmtune_gemm"}, {"params", gemm_int}, {"schedule", b}}}}};
   std::ofstream(path("ship.json")) << db.dump();
   const CliResult r =
-      run("autotune --quiet --finalists 0 --baselines none --ops-from " + path("ship.json") +
+      run("autotune --quiet --finalists 0 --baselines none --no-package --ops-from " +
+          path("ship.json") +
           " --target x86-64-linux-avx2-fma-f16c --shape 3,40,24 --max-candidates 3"
           " --jobs 1 --out " +
           path("out"));
