@@ -78,7 +78,9 @@ KernelKey prepacked_key(KernelIdentity id, const HalideVariant& v, bool dot8, Pa
   KernelKey key = kernel_key(id, v);
   const schedules::MatmulLayout l =
       key.schedule.layout(target_info_of(v), accumulator_of(key.identity));
-  *layout = {l.panel, l.k_group, l.pack_b, dot8};
+  // Strips are computed whole past N: the panels cover them (runtime/host/packed_b.h).
+  const auto* cpu = key.schedule.get_if<schedules::CpuMatmulParams>();
+  *layout = {l.panel, l.k_group, l.pack_b, dot8, cpu ? cpu->n_block : 0};
   return key;
 }
 

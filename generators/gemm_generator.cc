@@ -63,7 +63,6 @@ class GemmGenerator : public Generator<GemmGenerator> {
     };
     a(x, y) = widen(a_raw(x, y));
     b(x, y) = widen(b_raw(x, y));
-    p_.n = n;
     if (b_in_panels) {
       Func panels("panels");
       panels(x, y) = widen(B(x, y));

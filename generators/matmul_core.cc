@@ -9,13 +9,6 @@ using namespace Halide;
 
 namespace {
 
-// min(jp, last panel): schedules may compute whole strips or tiles past n, whose columns are never
-// stored; a prepacked B holds the panels of n only, so reads there go to the last one.
-Expr last_panel_at_most(const schedules::MatmulPipeline& p, const Expr& jp) {
-  const int panel = p.layout.panel;
-  return min(jp, max((p.n + panel - 1) / panel - 1, 0));
-}
-
 // packed_b(kk, jj, kg, jp) = b(jp * panel + jj, kg * g + kk), zero beyond K; or the prepacked one,
 // whose panels hold `groups` K groups each (the sum may read that many: zero beyond K).
 void define_grouped_packed_b(schedules::MatmulPipeline& p, const Func& b, const Expr& k_extent,
@@ -24,7 +17,7 @@ void define_grouped_packed_b(schedules::MatmulPipeline& p, const Func& b, const 
   const int g = p.layout.k_group;
   Var kk("kk"), kg("kg"), jj("jj"), jp("jp");
   if (p.prepacked.defined()) {
-    p.packed_b(kk, jj, kg, jp) = p.prepacked(kk + g * jj, kg + groups * last_panel_at_most(p, jp));
+    p.packed_b(kk, jj, kg, jp) = p.prepacked(kk + g * jj, kg + groups * jp);
     return;
   }
   p.packed_b(kk, jj, kg, jp) =
@@ -56,7 +49,7 @@ void build_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b, co
   if (p.layout.pack_b) {
     Var jj("jj"), k("k"), jp("jp");
     if (p.prepacked.defined()) {
-      p.packed_b(jj, k, jp) = p.prepacked(jj, k + k_extent * last_panel_at_most(p, jp));
+      p.packed_b(jj, k, jp) = p.prepacked(jj, k + k_extent * jp);
     } else {
       p.packed_b(jj, k, jp) = b(jp * panel + jj, k);
     }

@@ -42,7 +42,6 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
     // B in panels no longer tells N: Y does.
     const Expr k = A.dim(0).extent(), m = A.dim(1).extent(),
                n = b_in_panels ? Y.dim(0).extent() : B.dim(0).extent();
-    p_.n = n;
     Var x("x"), y("y");
     Func sums, panels("panels");
     if (prepacked_b) sums(x) = b_column_sums(x);

@@ -34,10 +34,11 @@ struct MatmulPipeline {
   // When defined, B arrives prepacked by the host (runtime/host/packed_b.h) and `prepacked` reads
   // it (widened to the accumulation type); packed_b is then a view of it that stays inline, never
   // computed. Its flat 2-D form of packed_b: grouped prepacked(kk + g * jj, kg + KG * jp), else
-  // prepacked(jj, k + K * jp), with KG = ceil(K / g) and panels jp < ceil(n / panel). Only used
-  // when layout.packs_b(); otherwise a prepacked B is B itself.
+  // prepacked(jj, k + K * jp), with KG the K groups a panel holds (runtime/host/packed_b.h). Used
+  // when layout.packs_b(); otherwise a prepacked B is B itself. The host pads it with whole panels
+  // up to the strips and tiles a schedule computes past n (no clamp in the inner loop: it would
+  // cost the dense loads).
   Halide::Func prepacked;
-  Halide::Expr n;  // the column count (with `prepacked`: B's extents no longer give it)
 
   // Producers besides the sum, by role:
   // f(j, ...) read per output column (e.g. B's column sums): computed where B is packed.

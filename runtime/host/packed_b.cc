@@ -68,6 +68,7 @@ PanelLayout panel_layout(const std::string& target,
   l.pack_b = pack == "true" || pack == "1";
   l.k_group = exact ? int_param(schedule, "k_group", 1) : 1;
   l.dot8 = dot8;
+  l.strip = int_param(schedule, "n_block", 256);
   return l;
 }
 
@@ -82,13 +83,18 @@ int64_t packed_groups(int64_t k, const PanelLayout& l) {
   return nb * bg;
 }
 
+int64_t packed_panels(int64_t n, const PanelLayout& l) {
+  const int64_t step = l.strip > 0 ? l.strip : l.panel;
+  return (n + step - 1) / step * step / l.panel;
+}
+
 Tensor pack_b_panels(const Tensor& b, const PanelLayout& l) {
   MMTUNE_CHECK(b.rank() == 2, "pack_b_panels of " << describe(b));
   if (!l.packs()) return b;
   const int64_t k = b.shape[0], n = b.shape[1];
   MMTUNE_CHECK(k > 0 && n > 0, "pack_b_panels of " << describe(b));
   const int64_t panel = l.panel, g = l.k_group;
-  const int64_t panels = (n + panel - 1) / panel;
+  const int64_t panels = packed_panels(n, l);
   const std::size_t es = dtype_size(b.dtype);
   // Grouped: G groups of g rows per panel; else K rows per panel. Rows of d0 = g * panel elements.
   const int64_t groups = g > 1 ? packed_groups(k, l) : k;

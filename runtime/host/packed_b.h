@@ -8,8 +8,9 @@
 //   grouped K (k_group g > 1):  P(kk + g * jj, kg + G * jp) = B[kg * g + kk][jp * panel + jj],
 //                               zero where kg * g + kk >= K;
 //   packed, g = 1:              P(jj, k + K * jp)           = B[k][jp * panel + jj];
-// columns past N repeat column N - 1 (they feed outputs never stored), G is the number of K groups
-// a panel holds (packed_groups), jp < ceil(N / panel). A layout that packs nothing reads B itself.
+// columns past N repeat column N - 1 (they feed outputs never stored) up to whole strips of the
+// schedule (n_block; else whole panels), which it computes past N; G is the number of K groups a
+// panel holds (packed_groups). A layout that packs nothing reads B itself.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +27,11 @@ struct PanelLayout {
   int k_group = 1;      // K consumed in groups of k_group
   bool pack_b = false;  // B read from panels (always with k_group > 1)
   bool dot8 = false;    // an 8-bit integer sum: K groups in blocks of at most 2^15 products
+  int strip = 0;        // columns per strip (n_block, a multiple of panel; 0: none)
   bool packs() const { return pack_b || k_group > 1; }
   bool operator==(const PanelLayout& o) const {
-    return panel == o.panel && k_group == o.k_group && pack_b == o.pack_b && dot8 == o.dot8;
+    return panel == o.panel && k_group == o.k_group && pack_b == o.pack_b && dot8 == o.dot8 &&
+           strip == o.strip;
   }
   std::string to_string() const;  // "panels of 32 columns, K in groups of 4"
 };
@@ -44,6 +47,8 @@ PanelLayout panel_layout(const std::string& target,
 // K groups per panel: ceil(K / g), rounded up to whole blocks for 8-bit sums (the kernels read
 // that many; generators/matmul_core.cc build_dot8_matmul).
 int64_t packed_groups(int64_t k, const PanelLayout& l);
+// Panels of an N-column B: whole strips (or panels) covering N.
+int64_t packed_panels(int64_t n, const PanelLayout& l);
 
 // B (K, N), a dense row-major tensor, in the packed form of `l` (B itself when l packs nothing):
 // a tensor of B's dtype and shape {d1, d0}.

@@ -44,6 +44,9 @@ TEST(PackedB, RuntimeLayoutsAreTheTemplates) {
         ASSERT_EQ(got.k_group, want.k_group) << target << " " << s.tag(t, acc);
         ASSERT_EQ(got.pack_b, want.pack_b) << target << " " << s.tag(t, acc);
         ASSERT_EQ(got.packs(), want.packs_b()) << target << " " << s.tag(t, acc);
+        const auto* cpu = s.get_if<schedules::CpuMatmulParams>();
+        ASSERT_TRUE(cpu);
+        ASSERT_EQ(got.strip, cpu->n_block) << target << " " << s.tag(t, acc);
         ++compared;
         packing += got.k_group > 1;
       }
@@ -61,7 +64,7 @@ TEST(PackedB, PanelsFollowTheDocumentedForm) {
   std::vector<int8_t> v(k * n);
   for (int64_t i = 0; i < k * n; ++i) v[i] = static_cast<int8_t>(i + 1);
   const Tensor b = Tensor::from<int8_t>(DType::kInt8, {k, n}, v);
-  const PanelLayout grouped{2, 4, true, true};
+  const PanelLayout grouped{2, 4, true, true, 0};
   const Tensor p = pack_b_panels(b, grouped);
   // G = ceil(5 / 4) = 2 groups, 2 panels (columns 0-1, 2-3 with 3 := 2), rows of 4 * 2 elements.
   ASSERT_EQ(p.shape, (Shape{2 * 2, 8}));
@@ -83,9 +86,13 @@ TEST(PackedB, PanelsFollowTheDocumentedForm) {
     EXPECT_EQ(sums.data<uint32_t>()[j], want);
   }
   // Blocks of an 8-bit sum: K = 33,100 in groups of 4 is 8275 groups, 2 blocks of 4138: 8276.
-  EXPECT_EQ(packed_groups(33100, PanelLayout{32, 4, true, true}), 8276);
-  EXPECT_EQ(packed_groups(33100, PanelLayout{32, 4, true, false}), 8275);
-  const PanelLayout none{16, 1, false, false};
+  EXPECT_EQ(packed_groups(33100, PanelLayout{32, 4, true, true, 0}), 8276);
+  EXPECT_EQ(packed_groups(33100, PanelLayout{32, 4, true, false, 0}), 8275);
+  // Whole strips: 1000 columns in strips of 256 are 1024, 32 panels of 32.
+  EXPECT_EQ(packed_panels(1000, PanelLayout{32, 1, true, false, 256}), 32);
+  EXPECT_EQ(packed_panels(1000, PanelLayout{32, 1, true, false, 0}), 32);
+  EXPECT_EQ(packed_panels(40, PanelLayout{16, 1, true, false, 0}), 3);
+  const PanelLayout none{16, 1, false, false, 0};
   EXPECT_EQ(pack_b_panels(b, none).bytes, b.bytes);  // a layout that packs nothing reads B itself
 }
 
