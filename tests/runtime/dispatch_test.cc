@@ -266,6 +266,42 @@ TEST(HalideErrors, MappedToKernelErrorNamingTheKernel) {
 
 // ---- Threads ----
 
+// Threads of this process (Linux: /proc/self/task).
+int process_threads() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) n += e.exists();
+  return n;
+}
+
+// set_num_threads(1) after kernels ran on more threads leaves one: Halide's pool keeps the
+// workers it has started (they took tasks: two cores busy at one thread) unless it is restarted.
+TEST(Threads, ALowerCountStopsTheWorkersAlreadyStarted) {
+  if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
+  std::mt19937_64 rng(testing::variant_seed());
+  const Tensor a = testing::random_tensor(DType::kFloat32, {256, 256}, rng, -2, 2);
+  const Tensor b = testing::random_tensor(DType::kFloat32, {256, 512}, rng, -2, 2);
+  GemmArgs args;
+  args.a = &a;
+  args.b = &b;
+  const int before = process_threads();
+  const int previous = set_num_threads(3);
+  DispatchInfo info;
+  runtime::gemm(args, &info);
+  const int with_three = process_threads();
+  set_num_threads(1);
+  const Tensor y = runtime::gemm(args);
+  const int with_one = process_threads();
+  set_num_threads(previous);
+  EXPECT_TRUE(testing::bit_equal(gemm(args), y));
+  // A parallel kernel at 3 threads starts workers; at 1 thread none is left.
+  if (info.kernel.find("t") != std::string::npos && with_three > before) {
+    EXPECT_EQ(with_one, before) << info.kernel << ": " << with_three << " threads at 3";
+  }
+  EXPECT_LE(with_one, before) << info.kernel;
+  std::cout << "[threads] " << info.kernel << ": " << before << " threads before, " << with_three
+            << " at 3, " << with_one << " at 1\n";
+}
+
 TEST(Threads, ResultsDoNotDependOnThePoolOrConcurrentCallers) {
   std::mt19937_64 rng(testing::variant_seed());
   const Tensor a = testing::random_tensor(DType::kFloat32, {150, 70}, rng, -2, 2);

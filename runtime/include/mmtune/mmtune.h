@@ -48,7 +48,8 @@ class KernelError : public InternalError {
 };
 
 // Threads of the kernels' pool (Halide's, shared by every call in the process); 0 restores the
-// default ($HL_NUM_THREADS, else the number of cores). Returns the previous setting.
+// default ($HL_NUM_THREADS, else the number of cores). Returns the previous setting. A change
+// restarts the pool with the new count, so it must not be made while calls are running.
 int set_num_threads(int n);
 
 namespace runtime {
