@@ -3,9 +3,12 @@
 // prepacked panels it reads.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mmtune/mmtune.h"
+#include "runtime/src/kernel_call.h"
 #include "runtime/src/prepack.h"
 
 namespace mmtune::runtime {
@@ -16,6 +19,13 @@ struct Chosen {
   const KernelEntry* kernel = nullptr;
   const PackedB::Impl::Packing* panels = nullptr;
 };
+// The choice every operator makes: the kernel of `plain` for (m, n, k) and `buffers` (the call's
+// tensors), or with `packed` its prepacked twin and panels (B's dtype `b_type`, named `b_name` in
+// the reason), falling back to the plain kernel when the twin has no panels here.
+Chosen choose_for_call(const KernelIdentity& plain, const PackedB::Impl* packed, int64_t m,
+                       int64_t n, int64_t k, const std::vector<BufferShape>& buffers, DType b_type,
+                       const char* b_name, DispatchInfo& info);
+
 // Gemm: plan = validate_gemm(args), M, N and K not 0.
 Chosen choose_gemm(const GemmArgs& args, const GemmPlan& plan, const PackedB::Impl* packed,
                    DispatchInfo& info);

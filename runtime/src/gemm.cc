@@ -78,19 +78,8 @@ Chosen choose_gemm(const GemmArgs& args, const GemmPlan& plan, const PackedB::Im
   const Tensor zero_c(t, {});
   canon.trans_a = canon.trans_b = false;
   if (!canon.c) canon.c = &zero_c;
-  if (!packed) return {choose_kernel(gemm_identity(canon), plan.m, plan.n, plan.k, buffers, info)};
-  for (const auto& p : packed->packings) buffers.push_back({p.panels.shape, t});
-  Chosen chosen{choose_kernel(packed->identity, plan.m, plan.n, plan.k, buffers, info)};
-  chosen.panels = chosen.kernel ? packed->packing_for(chosen.kernel) : nullptr;
-  if (chosen.panels) {
-    info.reason += "; B prepacked (" + chosen.panels->layout.to_string() + ")";
-    return chosen;
-  }
-  // No prepacked twin for this call: the plain kernel (exact, packing B itself).
-  const std::string why = no_panels_reason(*packed, chosen.kernel, info.reason);
-  chosen = choose_gemm(args, plan, nullptr, info);
-  info.reason += "; B not prepacked for it (" + why + ")";
-  return chosen;
+  return choose_for_call(gemm_identity(canon), packed, plan.m, plan.n, plan.k, buffers, t, "B",
+                         info);
 }
 
 Tensor gemm(const GemmArgs& args, DispatchInfo* info) { return run_gemm(args, nullptr, info); }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "reference/error.h"
+#include "runtime/src/calls.h"
 #include "runtime/src/dispatch.h"
 
 namespace mmtune::runtime {
@@ -79,6 +80,26 @@ std::string no_panels_reason(const PackedB::Impl& packed, const KernelEntry* ker
   if (packed.packings.empty()) return packed.why_none;
   if (kernel) return std::string("kernel ") + kernel->name + " has no panels here";
   return reason;
+}
+
+Chosen choose_for_call(const KernelIdentity& plain, const PackedB::Impl* packed, int64_t m,
+                       int64_t n, int64_t k, const std::vector<BufferShape>& buffers, DType b_type,
+                       const char* b_name, DispatchInfo& info) {
+  if (!packed) return {choose_kernel(plain, m, n, k, buffers, info)};
+  std::vector<BufferShape> with_panels = buffers;
+  for (const auto& p : packed->packings) with_panels.push_back({p.panels.shape, b_type});
+  Chosen chosen{choose_kernel(packed->identity, m, n, k, with_panels, info)};
+  chosen.panels = chosen.kernel ? packed->packing_for(chosen.kernel) : nullptr;
+  if (chosen.panels) {
+    info.reason +=
+        std::string("; ") + b_name + " prepacked (" + chosen.panels->layout.to_string() + ")";
+    return chosen;
+  }
+  // No prepacked twin for this call: the plain kernel (exact, packing B itself).
+  const std::string why = no_panels_reason(*packed, chosen.kernel, info.reason);
+  chosen = {choose_kernel(plain, m, n, k, buffers, info)};
+  info.reason += std::string("; ") + b_name + " not prepacked for it (" + why + ")";
+  return chosen;
 }
 
 const PackedB::Impl& packed_for_call(const PackedB& packed, const std::string& op, const Tensor* b,

@@ -64,19 +64,8 @@ Chosen choose_qgemm(const QGemmArgs& args, const QGemmPlan& plan, const PackedB:
   std::vector<BufferShape> buffers = {{{plan.m, plan.k}, args.a->dtype},
                                       {{plan.k, plan.n}, args.b->dtype},
                                       {{plan.m, plan.n}, plan.out_dtype}};
-  if (!packed) return {choose_kernel(qgemm_identity(canon), plan.m, plan.n, plan.k, buffers, info)};
-  for (const auto& p : packed->packings) buffers.push_back({p.panels.shape, args.b->dtype});
-  Chosen chosen{choose_kernel(packed->identity, plan.m, plan.n, plan.k, buffers, info)};
-  chosen.panels = chosen.kernel ? packed->packing_for(chosen.kernel) : nullptr;
-  if (chosen.panels) {
-    info.reason += "; B prepacked (" + chosen.panels->layout.to_string() + ")";
-    return chosen;
-  }
-  // No prepacked twin for this call: the plain kernel (exact, packing B itself).
-  const std::string why = no_panels_reason(*packed, chosen.kernel, info.reason);
-  chosen = choose_qgemm(args, plan, nullptr, info);
-  info.reason += "; B not prepacked for it (" + why + ")";
-  return chosen;
+  return choose_for_call(qgemm_identity(canon), packed, plan.m, plan.n, plan.k, buffers,
+                         args.b->dtype, "B", info);
 }
 
 Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) { return run_qgemm(args, nullptr, info); }

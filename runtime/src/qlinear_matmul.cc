@@ -59,19 +59,8 @@ Chosen choose_qlinear_matmul(const QLinearMatMulArgs& args, const QLinearMatMulP
                                       {{s.m, s.n}, plan.out_dtype},
                                       {{s.m}, DType::kFloat32},
                                       {{s.n}, DType::kFloat32}};
-  if (!packed) return {choose_kernel(qlinear_matmul_identity(args), s.m, s.n, s.k, buffers, info)};
-  for (const auto& p : packed->packings) buffers.push_back({p.panels.shape, args.b->dtype});
-  Chosen chosen{choose_kernel(packed->identity, s.m, s.n, s.k, buffers, info)};
-  chosen.panels = chosen.kernel ? packed->packing_for(chosen.kernel) : nullptr;
-  if (chosen.panels) {
-    info.reason += "; b prepacked (" + chosen.panels->layout.to_string() + ")";
-    return chosen;
-  }
-  // No prepacked twin for this call: the plain kernel (exact, packing b itself).
-  const std::string why = no_panels_reason(*packed, chosen.kernel, info.reason);
-  chosen = choose_qlinear_matmul(args, plan, nullptr, info);
-  info.reason += "; b not prepacked for it (" + why + ")";
-  return chosen;
+  return choose_for_call(qlinear_matmul_identity(args), packed, s.m, s.n, s.k, buffers,
+                         args.b->dtype, "b", info);
 }
 
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
