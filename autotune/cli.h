@@ -20,11 +20,14 @@ std::function<int()> add_emit_command(CLI::App& app);
 std::function<int()> add_worker_command(CLI::App& app);
 // autotune/cli_bench.cc: `bench`.
 std::function<int()> add_bench_command(CLI::App& app);
+// autotune/cli_verify.cc: `verify`.
+std::function<int()> add_verify_command(CLI::App& app);
 
 // Exit codes shared by every subcommand.
 constexpr int kExitOk = 0;
 constexpr int kExitInvalidInput = 1;  // a user mistake: bad file, dtype, shape, attribute...
 constexpr int kExitUsage = 2;         // malformed command line
 constexpr int kExitInternal = 3;      // a bug in mmtune
+constexpr int kExitMismatch = 4;      // `mmtune verify`: a kernel's output differed or it failed
 
 }  // namespace mmtune::cli

@@ -1,4 +1,5 @@
 // `mmtune autotune`, `mmtune db best|merge`, `mmtune emit`, and the tuner's hidden worker command.
+
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@
 #include "autotune/cli_compare.h"
 #include "autotune/emit_package.h"
 #include "autotune/kernel_key.h"
+#include "autotune/process.h"
 #include "autotune/shape_list.h"
 #include "autotune/tune_buckets.h"
 #include "autotune/tune_inputs.h"
@@ -89,13 +91,6 @@ std::vector<std::string> parse_baselines(const std::string& text) {
             "or none");
   }
   return names;
-}
-
-std::string self_exe() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  MMTUNE_CHECK(n > 0, "cannot read /proc/self/exe");
-  return std::string(buf, static_cast<std::size_t>(n));
 }
 
 const char* kAutotuneHelp = R"(

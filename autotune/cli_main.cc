@@ -1,6 +1,9 @@
 // `mmtune`: entry point; dispatches to the subcommands and maps errors to exit codes.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string>
+
+#include "Halide.h"
 
 #include "autotune/cli.h"
 #include "reference/error.h"
@@ -18,6 +21,7 @@ int run_cli(int argc, char** argv) {
       {"db", mmtune::cli::add_db_command(app)},
       {"emit", mmtune::cli::add_emit_command(app)},
       {"bench", mmtune::cli::add_bench_command(app)},
+      {"verify", mmtune::cli::add_verify_command(app)},
       {"__tune-worker", mmtune::cli::add_worker_command(app)}};
   try {
     app.parse(argc, argv);
@@ -44,6 +48,16 @@ int run_cli(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The generator command line of Halide's GenGen over the generators linked in (the child
+  // processes of `mmtune verify` compile kernels and runtimes for other targets with it).
+  if (argc > 1 && std::string(argv[1]) == "__gengen") {
+    try {
+      return Halide::Internal::generate_filter_main(argc - 1, argv + 1);
+    } catch (const std::exception& e) {
+      std::cerr << "mmtune __gengen: " << e.what() << "\n";
+      return mmtune::cli::kExitInternal;
+    }
+  }
   try {
     return run_cli(argc, argv);
   } catch (...) {

@@ -3,8 +3,6 @@
 // emitted package is mmtune_runtime over other databases, not a second way to make one.
 #include "autotune/emit_package.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,13 +11,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "autotune/process.h"
 #include "reference/error.h"
 
 // The build records (autotune/CMakeLists.txt) the tree it was configured from, MMTUNE_SOURCE_DIR,
@@ -64,56 +62,6 @@ std::string source_dir(const std::string& command) {
             "MMTUNE_SOURCE_DIR to an mmtune checkout, or pass --no-package");
   }
   return fs::absolute(dir).lexically_normal().string();
-}
-
-// The last `n` lines of a log, indented, for an error message.
-std::string tail_of(const std::string& log, std::size_t n) {
-  std::ifstream in(log);
-  std::deque<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-    if (lines.size() > n) lines.pop_front();
-  }
-  std::string text;
-  for (const std::string& line : lines) text += "\n  " + line;
-  return text;
-}
-
-// Runs argv (argv[0] a path) with stdin from /dev/null and stdout and stderr into `log`; the exit
-// status, or -1 when it did not exit (a signal).
-int run_logged(const std::vector<std::string>& argv, const std::string& log) {
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return -1;
-  std::string line = "$";
-  for (const std::string& a : argv) line += " " + a;
-  line += "\n";
-  (void)!::write(fd, line.data(), line.size());
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fd);
-    return -1;
-  }
-  if (pid == 0) {
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) ::dup2(null_fd, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    // An inherited DESTDIR would send the install somewhere under it instead of the prefix.
-    ::unsetenv("DESTDIR");
-    ::execv(args[0], args.data());
-    const std::string why = std::string("cannot run ") + args[0] + ": " + std::strerror(errno);
-    (void)!::write(2, why.data(), why.size());
-    std::_Exit(127);
-  }
-  ::close(fd);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace
@@ -183,7 +131,7 @@ void emit_package(const PackageRequest& request) {
               rc < 0 ? std::string("killed or not started") : "exit code " + std::to_string(rc),
               "); nothing was written to '", dir.string(), "'; the log is ", log,
               " (the build folder ", build.string(),
-              " is kept); its last lines:", tail_of(log, 25));
+              " is kept); its last lines:", log_tail(log, 25));
     }
   };
 

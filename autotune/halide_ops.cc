@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autotune/halide_jit.h"
+#include "autotune/kernel_executor.h"
 #include "runtime/host/buffer_view.h"
 #include "runtime/host/cpu_features.h"
 #include "runtime/host/packed_b.h"
@@ -18,14 +19,15 @@ namespace mmtune {
 namespace {
 
 // A kernel compiled on its first call (none when the host side runs no kernel), called with an
-// error-capturing context; a failure throws InternalError naming the kernel. Counts its calls into
-// the JitRun, and gives the host side the JitRun's output storage.
+// error-capturing context, or handed to the variant's executor (a runner on another target); a
+// failure throws InternalError naming the kernel. Counts its calls into the JitRun, and gives the
+// host side the JitRun's output storage.
 class LazyKernel {
  public:
-  LazyKernel(KernelKey key, std::string target, JitRun* run)
-      : key_(std::move(key)), target_(std::move(target)), run_(run ? run : &own_) {
+  LazyKernel(KernelKey key, const HalideVariant& v, JitRun* run)
+      : key_(std::move(key)), target_(v.target), executor_(v.executor), run_(run ? run : &own_) {
     // The JIT runs what it compiles on this CPU: a target it cannot run is refused, not faulted.
-    if (target_ != "host") {
+    if (target_ != "host" && !executor_) {
       if (auto why = cpu_cannot_run(resolve_target(target_))) {
         invalid(key_.identity.op, "the JIT runs its kernels on this CPU, and ", *why);
       }
@@ -34,6 +36,11 @@ class LazyKernel {
 
   template <class... Args>
   int operator()(Args... args) {
+    if (executor_) {
+      executor_->call(key_, {KernelArg::of(args)...});
+      ++run_->kernel_calls;
+      return 0;
+    }
     if (!kernel_) kernel_ = jit::compile(key_, target_);
     jit::ErrorContext ctx;
     jit::check((*kernel_)(ctx.get(), args...), ctx, key_);
@@ -46,6 +53,7 @@ class LazyKernel {
  private:
   KernelKey key_;
   std::string target_;
+  std::shared_ptr<KernelExecutor> executor_;
   JitRun own_;
   JitRun* run_;
   std::optional<Halide::Callable> kernel_;
@@ -99,7 +107,7 @@ Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v, JitRun* run) {
     call.trans_b = false;
   }
   PanelLayout layout;
-  LazyKernel kernel(prepacked_key(gemm_identity(call), v, false, &layout), v.target, run);
+  LazyKernel kernel(prepacked_key(gemm_identity(call), v, false, &layout), v, run);
   require_halide_buffers("Gemm", {{"A", call.a->shape, call.a->dtype},
                                   {"B", call.b->shape, call.b->dtype},
                                   {"Y", {plan.m, plan.n}, call.a->dtype}});
@@ -124,7 +132,7 @@ Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant&
     invalid("QLinearMatMul", "b is ", describe(*args.b), "; a prepacked b is 2-D (K, N)");
   PanelLayout layout;
   LazyKernel kernel(prepacked_key(qlinear_matmul_identity(args), v, !plan.float8, &layout),
-                    v.target, run);
+                    v, run);
   const MatMulShape& s = plan.shape;  // one 2-D product per batch entry
   require_halide_buffers("QLinearMatMul", {{"a (one batch entry)", {s.m, s.k}, args.a->dtype},
                                            {"b (one batch entry)", {s.k, s.n}, args.b->dtype},
@@ -148,7 +156,7 @@ Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant&
 Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v, JitRun* run) {
   const QGemmPlan plan = validate_qgemm(args);
   PanelLayout layout;
-  LazyKernel kernel(prepacked_key(qgemm_identity(args), v, /*dot8=*/true, &layout), v.target, run);
+  LazyKernel kernel(prepacked_key(qgemm_identity(args), v, /*dot8=*/true, &layout), v, run);
   require_halide_buffers("QGemm", {{"A", args.a->shape, args.a->dtype},
                                    {"B", args.b->shape, args.b->dtype},
                                    {"Y", {plan.m, plan.n}, plan.out_dtype}});
@@ -176,7 +184,7 @@ Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v, JitRun* run) 
 Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const HalideVariant& v,
                                    JitRun* run) {
   const QuantMatmulDequantPlan plan = validate_quant_matmul_dequant(args);
-  LazyKernel kernel(kernel_key(quant_matmul_dequant_identity(args), v), v.target, run);
+  LazyKernel kernel(kernel_key(quant_matmul_dequant_identity(args), v), v, run);
   require_halide_buffers("QuantMatmulDequant", {{"x", args.x->shape, args.x->dtype},
                                                 {"weight", args.weight->shape, args.weight->dtype},
                                                 {"y", {plan.m, plan.n}, DType::kFloat16}});

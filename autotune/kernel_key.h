@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -34,6 +35,9 @@ struct HalideVariant {
   // generator's prepacked_b kernel (Gemm, QGemm; QLinearMatMul with a 2-D b), as the runtime's
   // prepack_b calls do.
   bool prepacked_b = false;
+  // Set: the kernel runs there (a runner on another target, autotune/kernel_executor.h), built
+  // for `target` beforehand; the JIT compiles nothing and this CPU need not run `target`.
+  std::shared_ptr<class KernelExecutor> executor;
 };
 
 // The Halide target string `target` names ("host": this machine's, as Halide detects it);

@@ -39,116 +39,25 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// "0x3f800000 (1)": an element's bits and its value.
-std::string element_text(const Tensor& t, int64_t i) {
-  const std::size_t size = dtype_size(t.dtype);
-  uint64_t bits = 0;
-  std::memcpy(&bits, t.bytes.data() + i * size, size);
-  std::ostringstream os;
-  os << "0x" << std::hex << bits << std::dec << " (";
-  if (is_float(t.dtype)) {
-    os << float_at(t, i);
-  } else {
-    os << int_at(t, i);
-  }
-  os << ")";
-  return os.str();
-}
-
-// The first element whose bits differ, or -1.
-int64_t first_difference(const Tensor& expected, const Tensor& actual) {
-  if (expected.bytes.size() != actual.bytes.size()) return 0;
-  const std::size_t size = dtype_size(expected.dtype);
-  for (std::size_t i = 0; i < expected.bytes.size(); i += size) {
-    if (std::memcmp(expected.bytes.data() + i, actual.bytes.data() + i, size) != 0)
-      return static_cast<int64_t>(i / size);
-  }
-  return -1;
-}
-
-// Gate one schedule: every case of the battery through the guarded, poisoned output. Returns
-// whether every output matched; `report` receives the counts and the first mismatch.
+// Gate one schedule: every case of the battery through the guarded, poisoned output
+// (autotune/gate.h). Returns whether every output matched; `report` receives the counts and the
+// first mismatch.
 bool gate_schedule(const KernelIdentity& id, const Job& job, const HalideVariant& v,
                    const schedules::Tile& tile, nlohmann::json& report) {
-  std::vector<GateCase> cases =
-      gate_cases(id, tile, job.shape.at(0), job.shape.at(1), job.shape.at(2));
-  if (job.full_gate) {
-    std::vector<GateCase> all;
-    for (const GateCase& c : cases) {
-      for (DataKind kind : data_kinds(id)) {
-        GateCase x = c;
-        x.kind = kind;
-        all.push_back(x);
-      }
-    }
-    cases = all;
-  }
-  if (job.bucket_gate) {
-    // The bucket's own shape only (gate_cases names those cases "bucket_...").
-    std::vector<GateCase> bucket;
-    for (const GateCase& c : cases) {
-      if (c.name.rfind("bucket_", 0) == 0) bucket.push_back(c);
-    }
-    cases = bucket;
-  }
-  std::mt19937_64 rng(job.seed);
-  bool passed = true;
-  int64_t kernel_cases = 0, reference_cases = 0, outputs = 0;
-  for (const GateCase& c : cases) {
-    const OpCall call = make_call(id, c.m, c.n, c.k, c.kind, rng);
-    const Tensor expected = run_reference(call.op, call.inputs, call.attrs);
-    const GateResult g = run_gated(expected, [&](JitRun& run) {
-      Tensor t;
-      try {
-        t = run_halide(call.op, call.inputs, call.attrs, v, &run);
-      } catch (const std::exception& e) {
-        // Which case the kernel failed on (a kernel that refuses shapes below its tiles, ...).
-        throw std::runtime_error("case " + c.name + " (" + std::to_string(c.m) + "x" +
-                                 std::to_string(c.n) + "x" + std::to_string(c.k) +
-                                 "): " + e.what());
-      }
-      if (job.inject_fault == "drop_tail" && run.kernel_calls > 0 && !t.bytes.empty()) {
-        // Tests only: a kernel that leaves its last element unwritten (what a schedule that drops
-        // the tail would do): the element keeps the gate's poison.
-        const std::size_t size = dtype_size(t.dtype);
-        for (std::size_t b = t.bytes.size() - size; b < t.bytes.size(); ++b) {
-          t.bytes[b] = static_cast<uint8_t>(~expected.bytes[b]);
-          run.output[b] = t.bytes[b];
-        }
-      }
-      return t;
-    });
-    if (g.kernel_calls == 0) {
-      ++reference_cases;
-      continue;
-    }
-    ++kernel_cases;
-    outputs += static_cast<int64_t>(expected.numel());
-    const int64_t diff = g.violation ? -1 : first_difference(expected, g.actual);
-    if (g.violation || diff >= 0 || g.actual.dtype != expected.dtype ||
-        g.actual.shape != expected.shape) {
-      passed = false;
-      nlohmann::json m = {
-          {"case", c.name}, {"shape", {c.m, c.n, c.k}}, {"data", data_kind_name(c.kind)}};
-      if (g.violation) {
-        m["violation"] = *g.violation;
-      } else if (diff >= 0) {
-        m["index"] = diff;
-        m["expected"] = element_text(expected, diff);
-        m["actual"] = element_text(g.actual, diff);
-      } else {
-        m["violation"] = "output dtype or shape differs from the reference's";
-      }
-      report["first_mismatch"] = m;
-      break;
-    }
-  }
-  report["cases"] = kernel_cases;
-  report["reference_cases"] = reference_cases;
-  report["outputs"] = outputs;
+  GateOptions o;
+  o.shape = job.shape;
+  o.full = job.full_gate;
+  o.bucket_only = job.bucket_gate;
+  o.seed = job.seed;
+  o.drop_tail = job.inject_fault == "drop_tail";
+  const GateSummary g = gate_battery(id, v, tile, o);
+  report["cases"] = g.kernel_cases;
+  report["reference_cases"] = g.reference_cases;
+  report["outputs"] = g.outputs;
+  if (!g.first_mismatch.is_null()) report["first_mismatch"] = g.first_mismatch;
   report["full"] = job.full_gate;
   if (job.bucket_gate) report["scope"] = "bucket";
-  return passed;
+  return g.passed();
 }
 
 // Times the schedules interleaved, each on its own rotation of the bucket's timing calls.

@@ -1,0 +1,261 @@
+// `mmtune verify --target T`: the kernels of a target built with its toolchain and checked bit for
+// bit on it (natively, under qemu, or on a device through a runner command) with the gate's
+// battery: the same adversarial and random cases, poisoned outputs and guard regions as the
+// tuner's gate, the reference computed here.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "autotune/cli.h"
+#include "autotune/cross_build.h"
+#include "autotune/gate.h"
+#include "autotune/remote_runner.h"
+#include "autotune/shape_list.h"
+#include "autotune/tune_inputs.h"
+#include "reference/error.h"
+
+namespace mmtune::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The identities every verify run covers by default: one or more of every operator family, in the
+// forms the shipped databases carry.
+const char* const kDefaultSpecs[] = {
+    "Gemm:float32",
+    "Gemm:float32:contract=fma",
+    "Gemm:float64",
+    "Gemm:float16",
+    "Gemm:bfloat16:contract=fma",
+    "Gemm:int32",
+    "Gemm:uint64",
+    "QLinearMatMul:uint8,int8,uint8",
+    "QLinearMatMul:int8,int8,int8",
+    "QLinearMatMul:uint8,uint8,uint8:requant=float64",
+    "QLinearMatMul:float8e4m3fn",
+    "QGemm:uint8,int8",
+    "QGemm:int8,int8:output=int8",
+    "QuantMatmulDequant",
+    "QuantMatmulDequant:fused_scale=true",
+};
+
+// Whether the runtime builds a prepacked twin of `id` (cmake/MmtuneKernels.cmake, MMTUNE_PREPACKED:
+// float32 Gemm, 8-bit QLinearMatMul and QGemm, B not transposed).
+bool has_prepacked_kernel(const KernelIdentity& id) {
+  auto param = [&](const char* key) {
+    auto it = id.params.find(key);
+    return it == id.params.end() ? std::string() : it->second;
+  };
+  if (param("trans_b") == "true" || !param("a_format").empty()) return false;
+  if (id.op == "Gemm") return param("A.type") == "float32";
+  return id.op == "QLinearMatMul" || id.op == "QGemm";
+}
+
+struct Kernel {
+  std::string spec;
+  KernelIdentity id;
+  HalideVariant v;
+  KernelKey key;
+  std::string name;
+};
+
+struct Outcome {
+  std::string name, spec;
+  bool prepacked = false;
+  GateSummary gate;
+  std::string error;
+};
+
+}  // namespace
+
+std::function<int()> add_verify_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "verify", "Build a target's kernels and check them bit for bit on that target");
+  struct Opts {
+    std::string target;
+    std::vector<std::string> ops;
+    std::string runner;
+    std::string shape = "32,64,64";
+    std::string work;
+    std::string json;
+    int schedules = 0;
+    uint64_t seed = 1;
+    int jobs = 2;
+    bool full = false;
+    bool no_prepacked = false;
+  };
+  auto o = std::make_shared<Opts>();
+  sub->add_option("--target", o->target,
+                  "Halide target of the kernels, e.g. arm-64-linux-arm_dot_prod")
+      ->required();
+  sub->add_option("--op", o->ops, "kernel identity SPEC (repeatable; default: one or more of "
+                                  "every operator family)");
+  sub->add_option("--runner", o->runner,
+                  "command template that runs the runner program on the target: {exe} its path, "
+                  "{args} its arguments (default: qemu for ARM64, the program itself for x86-64)");
+  sub->add_option("--shape", o->shape,
+                  "M,N,K of the bucket the gate's battery is drawn for (default 32,64,64)");
+  sub->add_option("--schedules", o->schedules,
+                  "random schedules of the target's template per identity besides its default "
+                  "(default 0)")
+      ->check(CLI::Range(0, 1000));
+  sub->add_option("--seed", o->seed, "seed of the schedules' and the inputs' draws");
+  sub->add_flag("--full", o->full, "every data kind on every gate shape");
+  sub->add_flag("--no-prepacked", o->no_prepacked,
+                "leave out the kernels that read B prepacked (mmtune::runtime::prepack_b)");
+  sub->add_option("--work", o->work,
+                  "folder of the build (default mmtune-out/verify/<target>; objects of an "
+                  "earlier run are reused)");
+  sub->add_option("--jobs", o->jobs, "compiles at once (default 2)")->check(CLI::Range(1, 64));
+  sub->add_option("--json", o->json, "also write the counts per kernel to this JSON file");
+  sub->footer(R"(
+Builds every kernel of the identities (--op; by default one or more of every operator family) for
+the target with its toolchain (each kernel compiled in a child process; the runner linked with
+the target's compiler: aarch64-linux-gnu-gcc -static for ARM64), starts the runner program on the
+target through the runner command, and runs the gate's battery on each kernel there: the cases the
+tuner's gate draws for the bucket (--shape), into poisoned outputs between guard regions, each
+output compared bit for bit with the reference computed on this machine. Prints, per kernel and in
+all, the cases, the outputs compared and the mismatches. An identity the target's template cannot
+compute exactly is listed as not supported, with the reason.
+
+Exit status: 0 when every kernel matched, 4 when an output differed or a kernel failed, 1 for bad
+input (a target without a runner, a missing toolchain, a bad spec).
+
+Examples:
+  mmtune verify --target arm-64-linux-arm_dot_prod
+  mmtune verify --target arm-64-linux-arm_dot_prod --op QLinearMatMul:uint8,int8,uint8 --schedules 5
+  mmtune verify --target arm-64-linux --runner 'ssh pi@board {exe} {args}'
+)");
+  return [o]() {
+    const std::string target = resolve_target(o->target);
+    const schedules::TargetInfo info = schedules::target_info(target);
+    const verify::Platform platform = verify::platform_of(info);
+    if (o->runner.empty()) {
+      if (auto why = verify::missing_tool(platform, true)) {
+        invalid("verify", "the default runner of ", target, " (", platform.default_runner,
+                ") cannot start: ", *why, "; or pass --runner");
+      }
+    }
+    const std::string runner = o->runner.empty() ? platform.default_runner : o->runner;
+    (void)runner_command_line(runner, "check");
+    const NamedShape shape = parse_mnk(o->shape, "verify");
+    std::vector<std::string> specs = o->ops;
+    if (specs.empty()) specs.assign(std::begin(kDefaultSpecs), std::end(kDefaultSpecs));
+
+    // The kernels: each identity's default schedule for the target, the draws, and the prepacked
+    // twins where the runtime builds them.
+    std::vector<Kernel> kernels;
+    std::vector<std::pair<std::string, std::string>> unsupported;
+    std::mt19937_64 rng(o->seed);
+    for (const std::string& spec : specs) {
+      const KernelIdentity id = tune::parse_identity_spec(spec);
+      const schedules::Accumulator acc = accumulator_of(id);
+      std::vector<std::optional<schedules::Schedule>> draws{std::nullopt};
+      try {
+        const std::string name = schedules::default_template(info);
+        for (int i = 0; i < o->schedules; ++i) draws.emplace_back(schedules::sample(name, info, acc, rng));
+      } catch (const InvalidArgument& e) {
+        unsupported.emplace_back(spec, e.what());
+        continue;
+      }
+      for (const auto& schedule : draws) {
+        for (bool prepacked : {false, true}) {
+          if (prepacked && (o->no_prepacked || !has_prepacked_kernel(id))) continue;
+          Kernel k;
+          k.spec = tune::identity_spec(id);
+          k.id = id;
+          k.v.schedule = schedule;
+          k.v.target = target;
+          k.v.prepacked_b = prepacked;
+          KernelIdentity keyed = id;
+          if (prepacked) keyed.params["prepacked_b"] = "true";
+          try {
+            k.key = kernel_key(keyed, k.v);
+          } catch (const InvalidArgument& e) {
+            if (!schedule && !prepacked) unsupported.emplace_back(spec, e.what());
+            break;
+          }
+          kernels.push_back(std::move(k));
+        }
+      }
+    }
+    for (const auto& [spec, why] : unsupported)
+      std::cout << "verify: not supported on " << target << ": " << spec << ": " << why << "\n";
+    if (kernels.empty()) invalid("verify", "no kernel of the identities given runs on ", target);
+
+    const std::string work =
+        o->work.empty() ? (fs::path("mmtune-out") / "verify" / target).string() : o->work;
+    std::vector<KernelKey> keys;
+    for (const Kernel& k : kernels) keys.push_back(k.key);
+    const verify::RunnerBuild build = verify::build_runner(
+        target, keys, work, o->jobs, [](const std::string& line) { std::cout << line << "\n"; });
+    std::cout << "verify: runner " << build.exe << " (" << build.compiled << " kernels compiled, "
+              << build.reused << " reused)\n";
+
+    auto remote = std::make_shared<RemoteRunner>(runner, build.exe, build.functions,
+                                                 (fs::path(work) / "runner.stderr").string());
+    std::cout << "verify: running on " << target << " through: " << runner << "\n";
+    std::vector<Outcome> outcomes;
+    int64_t cases = 0, outputs = 0, mismatches = 0, failures = 0;
+    for (Kernel& k : kernels) {
+      Outcome out;
+      out.name = build.functions.at(k.key.to_string());
+      out.spec = k.spec;
+      out.prepacked = k.v.prepacked_b;
+      k.v.executor = remote;
+      GateOptions g;
+      g.shape = {shape.m, shape.n, shape.k};
+      g.full = o->full;
+      g.seed = o->seed;
+      g.stop_at_first = false;
+      try {
+        out.gate = gate_battery(k.id, k.v, k.key.schedule.tile(info, accumulator_of(k.id)), g);
+      } catch (const std::exception& e) {
+        out.error = e.what();
+        ++failures;
+      }
+      cases += out.gate.kernel_cases;
+      outputs += out.gate.outputs;
+      mismatches += out.gate.mismatches;
+      const bool ok = out.error.empty() && out.gate.passed() && out.gate.kernel_cases > 0;
+      if (out.error.empty() && out.gate.kernel_cases == 0) {
+        out.error = "no case ran the kernel (the host gave every case to the reference)";
+        ++failures;
+      }
+      std::cout << (ok ? "  pass " : "  FAIL ") << out.name << ": " << out.gate.kernel_cases
+                << " cases, " << out.gate.outputs << " outputs, " << out.gate.mismatches
+                << " mismatches";
+      if (!out.gate.first_mismatch.is_null())
+        std::cout << "; first: " << out.gate.first_mismatch.dump();
+      if (!out.error.empty()) std::cout << "; " << out.error;
+      std::cout << "\n";
+      outcomes.push_back(std::move(out));
+    }
+    std::cout << "verify: " << target << ": " << kernels.size() << " kernels, " << cases
+              << " cases, " << outputs << " outputs compared, " << mismatches << " mismatches, "
+              << failures << " kernels failed, " << unsupported.size()
+              << " identities not supported (" << remote->calls() << " kernel calls on the target)\n";
+    if (!o->json.empty()) {
+      nlohmann::json j = {{"target", target}, {"runner", runner}, {"kernels", nlohmann::json::array()}};
+      for (const Outcome& out : outcomes) {
+        j["kernels"].push_back({{"name", out.name},
+                                {"identity", out.spec},
+                                {"prepacked", out.prepacked},
+                                {"cases", out.gate.kernel_cases},
+                                {"outputs", out.gate.outputs},
+                                {"mismatches", out.gate.mismatches},
+                                {"first_mismatch", out.gate.first_mismatch},
+                                {"error", out.error}});
+      }
+      j["unsupported"] = nlohmann::json::array();
+      for (const auto& [spec, why] : unsupported) j["unsupported"].push_back({{"identity", spec}, {"why", why}});
+      std::ofstream(o->json) << j.dump(2) << "\n";
+    }
+    return mismatches == 0 && failures == 0 ? kExitOk : kExitMismatch;
+  };
+}
+
+}  // namespace mmtune::cli

@@ -1,0 +1,245 @@
+// The kernel runner's build for a target.
+#include "autotune/cross_build.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "autotune/kernel_naming.h"
+#include "autotune/process.h"
+#include "reference/error.h"
+
+namespace mmtune::verify {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+  MMTUNE_CHECK(out.good(), "cannot write " << p.string());
+}
+
+// The program `name` on PATH (or `name` itself when it holds a slash), or "".
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path != nullptr ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(ss, dir, ':');) {
+    const std::string file = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(file.c_str(), X_OK) == 0) return file;
+  }
+  return "";
+}
+
+// Commands, each with its log, run `jobs` at once; InvalidArgument naming the first that failed
+// (the others already started finish; no new one starts).
+struct Step {
+  std::vector<std::string> argv;
+  std::string log;
+  std::string what;
+};
+void run_steps(const std::vector<Step>& steps, int jobs,
+               const std::function<void(const std::string&)>& progress) {
+  std::map<pid_t, std::size_t> running;
+  std::size_t next = 0;
+  std::optional<std::size_t> failed;
+  int failed_status = 0;
+  while (next < steps.size() || !running.empty()) {
+    while (!failed && next < steps.size() && static_cast<int>(running.size()) < jobs) {
+      const Step& s = steps[next];
+      const pid_t pid = ::fork();
+      MMTUNE_CHECK(pid >= 0, "cannot fork");
+      if (pid == 0) {
+        const int rc = run_logged(s.argv, s.log);
+        std::_Exit(rc < 0 ? 128 : rc);
+      }
+      running[pid] = next++;
+    }
+    if (running.empty()) break;
+    int status = 0;
+    const pid_t pid = ::wait(&status);
+    if (pid < 0) continue;
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const std::size_t i = it->second;
+    running.erase(it);
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok && !failed) {
+      failed = i;
+      failed_status = status;
+    }
+    if (ok) progress("  built " + steps[i].what);
+  }
+  if (failed) {
+    const Step& s = steps[*failed];
+    invalid("verify", "building ", s.what, " failed (",
+            WIFEXITED(failed_status) ? "exit status " + std::to_string(WEXITSTATUS(failed_status))
+                                     : std::string("killed by a signal"),
+            "; log ", s.log, "); its last lines:", log_tail(s.log, 15));
+  }
+}
+
+std::string c_string(const std::string& s) { return "\"" + s + "\""; }
+
+}  // namespace
+
+std::string runner_source_dir() {
+  const char* env = std::getenv("MMTUNE_SOURCE_DIR");
+  return env != nullptr && *env != '\0' ? env : MMTUNE_SOURCE_DIR;
+}
+
+Platform platform_of(const schedules::TargetInfo& t) {
+  Platform p;
+  p.family = t.family;
+  if (t.family == "arm") {
+    if (t.target.rfind("arm-64-linux", 0) != 0) {
+      invalid("verify", "target ", t.target,
+              ": mmtune builds runners for ARM64 Linux targets (arm-64-linux...), not this one");
+    }
+    p.cc = {"aarch64-linux-gnu-gcc", "-O2", "-std=gnu11"};
+    p.link = {"aarch64-linux-gnu-gcc", "-static"};
+    p.link_libs = {"-lpthread", "-lm", "-ldl"};
+    p.sources = {"targets/runner/io_posix.c"};
+    p.default_runner = "qemu-aarch64 -cpu max {exe} {args}";
+    p.tools = {{"aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"},
+               {"qemu-aarch64", "qemu-user"}};
+    return p;
+  }
+  if (t.family == "x86" && t.target.find("linux") != std::string::npos) {
+    p.cc = {"cc", "-O2", "-std=gnu11"};
+    p.link = {"cc"};
+    p.link_libs = {"-lpthread", "-lm", "-ldl"};
+    p.sources = {"targets/runner/io_posix.c"};
+    p.default_runner = "{exe} {args}";
+    p.tools = {{"cc", "build-essential"}};
+    return p;
+  }
+  invalid("verify", "target ", t.target, " (", t.family,
+          "): mmtune builds kernel runners for arm-64-linux and x86-64-linux targets");
+}
+
+std::optional<std::string> missing_tool(const Platform& p, bool for_default_runner) {
+  for (const auto& [tool, package] : p.tools) {
+    const bool runner_only = p.default_runner.rfind(tool + " ", 0) == 0;
+    if (runner_only && !for_default_runner) continue;
+    if (find_program(tool).empty()) {
+      return tool + " is not on PATH (Debian package " + package + "; scripts/bootstrap installs it)";
+    }
+  }
+  return std::nullopt;
+}
+
+RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>& kernels,
+                         const std::string& dir_text, int jobs,
+                         const std::function<void(const std::string&)>& progress) {
+  const schedules::TargetInfo info = schedules::target_info(target);
+  const Platform p = platform_of(info);
+  if (auto why = missing_tool(p, false)) invalid("verify", "building for ", target, ": ", *why);
+  const fs::path dir = fs::absolute(dir_text);
+  const fs::path objects = dir / "objects";
+  fs::create_directories(objects);
+  const std::string exe = self_exe();
+  std::string kernel_target = target + "-no_runtime";
+  for (const std::string& f : p.kernel_features) kernel_target += "-" + f;
+
+  RunnerBuild build;
+  std::vector<Step> steps;
+  std::vector<std::string> object_files;
+  std::set<std::string> names;
+  std::string declarations, entries;
+  for (const KernelKey& key : kernels) {
+    std::map<std::string, std::string> schedule = key.schedule.generator_params();
+    std::string name = kernel_name(key.identity.op, key.identity.params, schedule, target);
+    for (int n = 2; !names.insert(name).second; ++n) name = name + "_" + std::to_string(n);
+    const std::string text = key.to_string();
+    build.functions[text] = name;
+    const fs::path obj = objects / (name + ".o");
+    const fs::path stamp = objects / (name + ".key");
+    const std::string want = text + " target=" + kernel_target + "\n";
+    object_files.push_back(obj.string());
+    declarations += "extern int " + name + "_argv(void**);\nextern const struct " +
+                    "halide_filter_metadata_t* " + name + "_metadata(void);\n";
+    entries += "  {" + c_string(name) + ", " + name + "_argv, " + name + "_metadata},\n";
+    if (fs::exists(obj) && fs::exists(stamp) && read_file(stamp) == want) {
+      ++build.reused;
+      continue;
+    }
+    fs::remove(stamp);
+    std::vector<std::string> argv = {exe,    "__gengen", "-g",     key.identity.generator,
+                                     "-f",   name,       "-o",     objects.string(),
+                                     "-e",   "object",   "target=" + kernel_target};
+    for (const auto& [k, v] : key.generator_params()) argv.push_back(k + "=" + v);
+    steps.push_back({argv, (objects / (name + ".log")).string(), "kernel " + name});
+    write_file(objects / (name + ".want"), want);
+    ++build.compiled;
+  }
+  // The Halide runtime for the target (once; its target is the kernels' own).
+  const fs::path runtime = objects / "halide_runtime.o";
+  const fs::path runtime_stamp = objects / "halide_runtime.key";
+  if (!(fs::exists(runtime) && fs::exists(runtime_stamp) && read_file(runtime_stamp) == target)) {
+    steps.push_back({{exe, "__gengen", "-r", "halide_runtime", "-o", objects.string(), "-e",
+                      "object", "target=" + target},
+                     (objects / "halide_runtime.log").string(),
+                     "the Halide runtime"});
+  }
+  progress("verify: building " + std::to_string(kernels.size()) + " kernels for " + target + " (" +
+           std::to_string(build.compiled) + " to compile, " + std::to_string(build.reused) +
+           " from an earlier build)");
+  run_steps(steps, jobs, progress);
+  for (const std::string& name : names) {
+    if (fs::exists(objects / (name + ".want")))
+      fs::rename(objects / (name + ".want"), objects / (name + ".key"));
+  }
+  write_file(runtime_stamp, target);
+
+  // The table of the kernels and the runner's own sources, compiled with the target's compiler.
+  const std::string src = runner_source_dir();
+  write_file(dir / "kernel_table.c",
+             "/* The kernels of this runner (generated by mmtune verify). */\n"
+             "#include \"HalideRuntime.h\"\n\n" +
+                 declarations +
+                 "\nstruct mmtune_runner_kernel {\n  const char* name;\n  int (*argv_fn)(void**);\n"
+                 "  const struct halide_filter_metadata_t* (*metadata)(void);\n};\n"
+                 "const struct mmtune_runner_kernel mmtune_runner_kernels[] = {\n" +
+                 entries + "  {0, 0, 0}};\nconst int mmtune_runner_kernel_count = " +
+                 std::to_string(kernels.size()) + ";\n");
+  std::vector<std::string> sources = {(dir / "kernel_table.c").string(),
+                                      src + "/targets/runner/kernel_runner.c"};
+  for (const std::string& s : p.sources) sources.push_back(src + "/" + s);
+  std::vector<Step> compiles;
+  std::vector<std::string> link = p.link;
+  for (const std::string& s : sources) {
+    const std::string obj = (dir / (fs::path(s).stem().string() + ".o")).string();
+    std::vector<std::string> argv = p.cc;
+    argv.insert(argv.end(), {"-I" + src + "/targets/runner", "-I" MMTUNE_HALIDE_INCLUDE_DIR, "-c",
+                             s, "-o", obj});
+    argv[0] = find_program(argv[0]);
+    compiles.push_back({argv, obj + ".log", fs::path(s).filename().string()});
+    link.push_back(obj);
+  }
+  run_steps(compiles, jobs, [](const std::string&) {});
+  link.insert(link.end(), object_files.begin(), object_files.end());
+  link.push_back(runtime.string());
+  const std::string runner = (dir / "kernel_runner").string();
+  link.insert(link.end(), {"-o", runner});
+  link.insert(link.end(), p.link_libs.begin(), p.link_libs.end());
+  link[0] = find_program(link[0]);
+  run_steps({{link, (dir / "link.log").string(), "the kernel runner"}}, 1, progress);
+  build.exe = runner;
+  return build;
+}
+
+}  // namespace mmtune::verify

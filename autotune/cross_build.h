@@ -1,0 +1,57 @@
+// Kernels built for a target this CPU may not run, linked into the kernel runner
+// (targets/runner/kernel_runner.c) with that target's toolchain: what `mmtune verify` runs the
+// gate on, natively or through a runner command (qemu, ssh, adb).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autotune/kernel_key.h"
+#include "schedules/target_info.h"
+
+namespace mmtune::verify {
+
+// How a target family's runner is built and started.
+struct Platform {
+  std::string family;                     // "arm", "hexagon", "x86", "cuda"
+  std::vector<std::string> cc;            // compiles one C file: cc... -c SRC -o OBJ
+  std::vector<std::string> link;          // link... OBJECTS... -o EXE link_libs...
+  std::vector<std::string> link_libs;
+  std::vector<std::string> sources;       // the runner's platform layer, under the source tree
+  std::string default_runner;             // the command template, {exe} {args}
+  std::vector<std::string> kernel_features;  // appended to the kernels' target
+  // Programs the build and the default runner need, each with the Debian package holding it.
+  std::vector<std::pair<std::string, std::string>> tools;
+};
+
+// The platform of `t`'s family; InvalidArgument naming the target when mmtune builds no runner for
+// it.
+Platform platform_of(const schedules::TargetInfo& t);
+
+// Why a program of `tools` is missing (not on PATH, or not executable), or nullopt.
+std::optional<std::string> missing_tool(const Platform& p, bool for_default_runner);
+
+struct RunnerBuild {
+  std::string exe;
+  std::map<std::string, std::string> functions;  // KernelKey::to_string() -> function name
+  int compiled = 0;                              // kernels compiled now
+  int reused = 0;                                // kernels whose object an earlier build left
+};
+
+// Compiles each of `kernels` for `target` (a child process `mmtune __gengen` each, `jobs` at once:
+// libHalide may abort on a bad schedule), the Halide runtime for `target`, the runner and its
+// platform layer, and links them into `dir`/kernel_runner. An object whose kernel and target are
+// unchanged since an earlier build into `dir` is reused. `progress` receives one line per step.
+// InvalidArgument naming the kernel, its log and the log's end when a step fails.
+RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>& kernels,
+                         const std::string& dir, int jobs,
+                         const std::function<void(const std::string&)>& progress);
+
+// The folder of the mmtune source tree the runner's sources are read from: MMTUNE_SOURCE_DIR in
+// the environment, else the tree this program was built from.
+std::string runner_source_dir();
+
+}  // namespace mmtune::verify
