@@ -87,7 +87,7 @@ KernelKey prepacked_key(KernelIdentity id, const HalideVariant& v, bool dot8, Pa
   const schedules::MatmulLayout l =
       key.schedule.layout(target_info_of(v), accumulator_of(key.identity));
   // Strips are computed whole past N: the panels cover them (runtime/host/packed_b.h).
-  const auto* cpu = key.schedule.get_if<schedules::CpuMatmulParams>();
+  const auto* cpu = key.schedule.register_tiled();
   *layout = {l.panel, l.k_group, l.pack_b, dot8, cpu ? cpu->n_block : 0};
   return key;
 }

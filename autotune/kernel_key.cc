@@ -50,12 +50,20 @@ schedules::Accumulator accumulator_of(const KernelIdentity& id) {
   if (id.op == "Gemm") {
     const DType t = *dtype_from_name(id.params.at("A.type"));
     const DType acc = gemm_accumulation_type(t);
-    return {static_cast<int>(dtype_size(acc) * 8), is_integer(t)};
+    return {static_cast<int>(dtype_size(acc) * 8), is_integer(t), static_cast<int>(dtype_size(t) * 8)};
   }
   if (id.op == "QLinearMatMul" && id.params.count("a_format")) {
-    return {64, false};  // float8: a float64 sum of exact products, in K order
+    return {64, false, 8};  // float8: a float64 sum of exact products, in K order
   }
-  return {32, true};  // the quantized operators' exact int32 sums
+  // The quantized operators' exact int32 sums of 8-bit products (QuantMatmulDequant: int8 x int8).
+  auto type = [&](const char* key) {
+    auto it = id.params.find(key);
+    return it == id.params.end() ? std::string("int8") : it->second;
+  };
+  const bool mixed = id.op == "QLinearMatMul" ? type("a.type") != type("b.type")
+                     : id.op == "QGemm"       ? type("A.type") != type("B.type")
+                                              : false;
+  return {32, true, 8, mixed};
 }
 
 KernelKey kernel_key(const KernelIdentity& id, const HalideVariant& v) {

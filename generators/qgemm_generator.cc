@@ -37,7 +37,8 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
     C.dim(0).set_stride(Expr());
     b_scale.dim(0).set_stride(Expr());
     b_zero_point.dim(0).set_stride(Expr());
-    p_.layout = schedule_knobs.layout(get_target(), kAcc);
+    acc_ = {32, true, 8, A.type() != B.type()};  // the exact int32 sum of 8-bit products
+    p_.layout = schedule_knobs.layout(get_target(), acc_);
     const bool b_in_panels = prepacked_b && p_.layout.packs_b();
     // B in panels no longer tells N: Y does.
     const Expr k = A.dim(0).extent(), m = A.dim(1).extent(),
@@ -69,7 +70,7 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
 
   void schedule() {
     if (!using_autoscheduler()) {
-      schedule_knobs.apply(p_, get_target(), kAcc);
+      schedule_knobs.apply(p_, get_target(), acc_);
       return;
     }
     const auto e = schedule_knobs.autoschedule(p_);
@@ -87,7 +88,7 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
   }
 
  private:
-  static constexpr schedules::Accumulator kAcc{32, true};  // the exact int32 sum
+  schedules::Accumulator acc_;
   schedules::MatmulPipeline p_;
 };
 

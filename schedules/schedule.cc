@@ -180,10 +180,7 @@ std::vector<Schedule> shape_seeds(const TargetInfo& t, Accumulator acc, int64_t 
   std::visit(
       [&](const auto& params) {
         using P = std::decay_t<decltype(params)>;
-        if constexpr (std::is_same_v<P, CpuMatmulParams>) {
-          for (const CpuMatmulParams& g : CpuMatmulParams::gemv_forms(t, acc))
-            seeds.emplace_back(Schedule::Params(g));
-        }
+        for (const P& g : P::gemv_forms(t, acc)) seeds.emplace_back(Schedule::Params(g));
       },
       p);
   return seeds;

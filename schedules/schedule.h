@@ -10,9 +10,11 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
+#include "schedules/arm/matmul_params.h"
 #include "schedules/cpu/matmul_params.h"
 #include "schedules/matmul_layout.h"
 #include "schedules/target_info.h"
@@ -29,7 +31,7 @@ class Schedule {
  public:
   // Every template, one alternative each. A new template: its params type here, its schedule
   // function in schedule_knobs.cc, nothing else.
-  using Params = std::variant<CpuMatmulParams>;
+  using Params = std::variant<CpuMatmulParams, ArmMatmulParams>;
 
   Schedule();  // cpu_matmul with its table's defaults
   Schedule(const Params& p)
@@ -40,6 +42,16 @@ class Schedule {
   template <class P>
   const P* get_if() const {
     return std::get_if<P>(&params_);
+  }
+  // The register-tiled knobs of cpu_matmul and of the templates that share its schedule function
+  // (arm_matmul), or nullptr.
+  const CpuMatmulParams* register_tiled() const {
+    return std::visit(
+        [](const auto& p) -> const CpuMatmulParams* {
+          if constexpr (std::is_base_of_v<CpuMatmulParams, std::decay_t<decltype(p)>>) return &p;
+          return nullptr;
+        },
+        params_);
   }
 
   // Why this schedule cannot compute a sum `acc` on `t`, or nullopt: the template does not schedule

@@ -43,7 +43,7 @@ Schedule ScheduleKnobs::schedule(const Halide::Target& t, Accumulator acc) const
 
 void ScheduleKnobs::apply(MatmulPipeline& p, const Halide::Target& t, Accumulator acc) const {
   const Schedule s = schedule(t, acc);
-  // One overload per template.
+  // One schedule function per template: cpu_matmul's register-tiled schedule serves arm_matmul too.
   std::visit([&](const CpuMatmulParams& params) { schedule_cpu_matmul(p, params); }, s.params());
 }
 

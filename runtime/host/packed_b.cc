@@ -59,7 +59,9 @@ PanelLayout panel_layout(const std::string& target,
                          const std::map<std::string, std::string>& schedule, int acc_bits,
                          bool exact, bool dot8) {
   const std::string tmpl = param(schedule, "template", "cpu_matmul");
-  MMTUNE_CHECK(tmpl == "cpu_matmul", "no prepacked layout known for schedule template " << tmpl);
+  // arm_matmul is cpu_matmul's register-tiled schedule with AArch64's table: the same layout.
+  MMTUNE_CHECK(tmpl == "cpu_matmul" || tmpl == "arm_matmul",
+               "no prepacked layout known for schedule template " << tmpl);
   const int width = int_param(schedule, "vector_width", 0);
   const int lanes = width > 0 ? width : std::max(1, vector_bits(target) / acc_bits);
   PanelLayout l;

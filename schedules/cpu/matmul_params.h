@@ -1,4 +1,4 @@
-// The cpu_matmul schedule template's parameters (x86-64 and ARM64 CPUs): its knob table, declared
+// The cpu_matmul schedule template's parameters (x86-64 CPUs; arm_matmul shares its rules): its knob table, declared
 // once below, and what the template derives from it (validation against a target, the data layout
 // it asks of the algorithm, its defaults and search space).
 //
@@ -56,9 +56,9 @@ struct CpuMatmulParams {
   static constexpr const char* kTemplate = "cpu_matmul";
   static const KnobTable<CpuMatmulParams>& knobs();
 
-  // The target families the template schedules.
-  static constexpr const char* kFamilies = "x86, arm";
-  static bool fits(const TargetInfo& t) { return t.family == "x86" || t.family == "arm"; }
+  // The target families the template schedules (AArch64 has arm_matmul: schedules/arm/).
+  static constexpr const char* kFamilies = "x86";
+  static bool fits(const TargetInfo& t) { return t.family == "x86"; }
 
   // Lanes actually used for an accumulator of `acc_bits` on `t`.
   int lanes(const TargetInfo& t, int acc_bits) const;

@@ -1,0 +1,50 @@
+// arm_matmul: its knob table and defaults; the rules are cpu_matmul's.
+#include "schedules/arm/matmul_params.h"
+
+namespace mmtune::schedules {
+namespace {
+
+ArmMatmulParams from_cpu(const CpuMatmulParams& c) {
+  ArmMatmulParams a;
+  static_cast<CpuMatmulParams&>(a) = c;
+  return a;
+}
+
+}  // namespace
+
+const KnobTable<ArmMatmulParams>& ArmMatmulParams::knobs() {
+#define MMTUNE_ARM_KNOB(...) MMTUNE_KNOB_ENTRY_FOR(ArmMatmulParams, __VA_ARGS__)
+  static const KnobTable<ArmMatmulParams> table({MMTUNE_ARM_MATMUL_KNOBS(MMTUNE_ARM_KNOB)});
+#undef MMTUNE_ARM_KNOB
+  return table;
+}
+
+std::optional<std::string> ArmMatmulParams::validate(const TargetInfo& t, Accumulator acc) const {
+  if (auto why = knobs().check(*this, acc.exact)) return why;
+  return CpuMatmulParams::validate(t, acc);
+}
+
+ArmMatmulParams ArmMatmulParams::defaults(const TargetInfo& t, Accumulator acc) {
+  ArmMatmulParams p = knobs().defaults();
+  if (acc.exact && acc.operand_bits == 8 && !acc.mixed_sign && t.isa == "neondot") p.k_group = 4;
+  p.fit_draw(t, acc);
+  if (p.validate(t, acc)) {
+    // 64-bit lanes: two per register, a 4x2 tile without strips.
+    p.tile_rows = 4;
+    p.tile_vectors = 2;
+    p.n_block = 0;
+  }
+  MMTUNE_CHECK(!p.validate(t, acc), "no default arm_matmul parameters fit " << t.target);
+  return p;
+}
+
+std::vector<ArmMatmulParams> ArmMatmulParams::gemv_forms(const TargetInfo& t, Accumulator acc) {
+  std::vector<ArmMatmulParams> forms;
+  for (const CpuMatmulParams& c : CpuMatmulParams::gemv_forms(t, acc)) {
+    const ArmMatmulParams a = from_cpu(c);
+    if (!a.validate(t, acc)) forms.push_back(a);
+  }
+  return forms;
+}
+
+}  // namespace mmtune::schedules
