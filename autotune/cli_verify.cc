@@ -86,6 +86,7 @@ std::function<int()> add_verify_command(CLI::App& app) {
     int jobs = 2;
     bool full = false;
     bool no_prepacked = false;
+    std::string inject_fault;
   };
   auto o = std::make_shared<Opts>();
   sub->add_option("--target", o->target,
@@ -111,6 +112,9 @@ std::function<int()> add_verify_command(CLI::App& app) {
                   "earlier run are reused)");
   sub->add_option("--jobs", o->jobs, "compiles at once (default 2)")->check(CLI::Range(1, 64));
   sub->add_option("--json", o->json, "also write the counts per kernel to this JSON file");
+  // Tests only: drop_tail leaves every kernel's last output element unwritten (the gate must count
+  // it).
+  sub->add_option("--inject-fault", o->inject_fault)->group("")->check(CLI::IsMember({"drop_tail"}));
   sub->footer(R"(
 Builds every kernel of the identities (--op; by default one or more of every operator family) for
 the target with its toolchain (each kernel compiled in a child process; the runner linked with
@@ -211,6 +215,7 @@ Examples:
       g.full = o->full;
       g.seed = o->seed;
       g.stop_at_first = false;
+      g.drop_tail = o->inject_fault == "drop_tail";
       try {
         out.gate = gate_battery(k.id, k.v, k.key.schedule.tile(info, accumulator_of(k.id)), g);
       } catch (const std::exception& e) {

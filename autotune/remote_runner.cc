@@ -142,8 +142,14 @@ void RemoteRunner::died(const std::string& what) {
   std::string how = "it is still running";
   if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) {
     pid_ = -1;
-    how = WIFEXITED(status) ? "it exited with status " + std::to_string(WEXITSTATUS(status))
-                            : "it was killed by signal " + std::to_string(WTERMSIG(status));
+    if (!WIFEXITED(status)) {
+      how = "it was killed by signal " + std::to_string(WTERMSIG(status));
+    } else {
+      const int code = WEXITSTATUS(status);
+      how = "it exited with status " + std::to_string(code);
+      // A shell or an emulator reports a program's death by signal N as status 128 + N.
+      if (code > 128 && code < 160) how += " (killed by signal " + std::to_string(code - 128) + ")";
+    }
   }
   throw InternalError("mmtune: the kernel runner (" + command_line_ + ") " + what + "; " + how +
                       "; its stderr (" + stderr_log_ + ") ends:" + log_tail(stderr_log_, 10));

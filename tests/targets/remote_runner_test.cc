@@ -1,0 +1,156 @@
+// The kernel runner's protocol (targets/runner/kernel_runner.c and autotune/remote_runner.cc) on
+// hand-written kernels (fake_kernels.c) built natively: results come back, a write past a buffer,
+// a kernel's error, a refused call and a runner that dies are each reported, naming the kernel.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "autotune/process.h"
+#include "autotune/remote_runner.h"
+#include "reference/error.h"
+
+namespace mmtune {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string source_dir() {
+  const char* env = std::getenv("MMTUNE_SOURCE_DIR");
+  return env != nullptr ? env : MMTUNE_SOURCE_DIR_DEFAULT;
+}
+
+// The runner linked with the fake kernels, built once.
+const std::string& fake_runner() {
+  static const std::string exe = [] {
+    const fs::path dir = fs::temp_directory_path() / ("mmtune_fake_runner_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string src = source_dir();
+    const std::string out = (dir / "runner").string();
+    const int rc = run_logged({"/usr/bin/cc", "-O1", "-std=gnu11", "-I" + src + "/targets/runner",
+                               "-I" MMTUNE_HALIDE_INCLUDE_DIR, src + "/targets/runner/kernel_runner.c",
+                               src + "/targets/runner/io_posix.c",
+                               src + "/tests/targets/fake_kernels.c", "-o", out},
+                              (dir / "build.log").string());
+    EXPECT_EQ(rc, 0) << log_tail((dir / "build.log").string(), 20);
+    return out;
+  }();
+  return exe;
+}
+
+KernelKey key_of(const std::string& name) {
+  KernelKey k;
+  k.identity.op = "Fake";
+  k.identity.generator = "fake_" + name;
+  return k;
+}
+
+std::map<std::string, std::string> functions() {
+  std::map<std::string, std::string> f;
+  for (const char* name : {"add", "past_end", "error", "crash", "missing"})
+    f[key_of(name).to_string()] = name;
+  return f;
+}
+
+struct Buffers {
+  std::vector<uint8_t> in = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<uint8_t> out = std::vector<uint8_t>(8, 0xEE);
+  halide_dimension_t in_dim{0, 8, 1, 0}, out_dim{0, 8, 1, 0};
+  halide_buffer_t in_buf{}, out_buf{};
+  Buffers() {
+    in_buf.host = in.data();
+    in_buf.type = halide_type_of<uint8_t>();
+    in_buf.dimensions = 1;
+    in_buf.dim = &in_dim;
+    out_buf = in_buf;
+    out_buf.host = out.data();
+    out_buf.dim = &out_dim;
+  }
+  std::vector<KernelArg> args(int32_t delta) {
+    return {KernelArg::of(&in_buf), KernelArg::of(delta), KernelArg::of(&out_buf)};
+  }
+};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RemoteRunner, ListsItsKernelsAndReturnsTheOutputs) {
+  RemoteRunner r("{exe} {args}", fake_runner(), functions(), fake_runner() + ".stderr");
+  EXPECT_EQ(r.kernels(), (std::vector<std::string>{"add", "past_end", "error", "crash"}));
+  Buffers b;
+  r.call(key_of("add"), b.args(10));
+  EXPECT_EQ(b.out, (std::vector<uint8_t>{11, 12, 13, 14, 15, 16, 17, 18}));
+  EXPECT_EQ(b.in, (std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8}));  // inputs are not sent back
+  // A strided output with a non-zero origin: only its elements travel, and land in place.
+  std::vector<uint8_t> wide(9, 0);
+  halide_dimension_t dim{2, 5, 2, 0};
+  b.out_buf.host = wide.data();
+  b.out_buf.dim = &dim;
+  b.in_dim = {2, 8, 1, 0};
+  r.call(key_of("add"), b.args(1));
+  EXPECT_EQ(wide, (std::vector<uint8_t>{2, 0, 3, 0, 4, 0, 5, 0, 6}));
+  EXPECT_EQ(r.calls(), 2);
+}
+
+TEST(RemoteRunner, AWriteOutsideABufferIsCaught) {
+  RemoteRunner r("{exe} {args}", fake_runner(), functions(), fake_runner() + ".stderr");
+  Buffers b;
+  const std::string why = error_of([&] { r.call(key_of("past_end"), b.args(1)); });
+  EXPECT_NE(why.find("past_end"), std::string::npos) << why;
+  EXPECT_NE(why.find("argument 2: the kernel wrote past the end of the buffer"), std::string::npos)
+      << why;
+  // The runner goes on serving calls.
+  r.call(key_of("add"), b.args(0));
+  EXPECT_EQ(b.out, b.in);
+}
+
+TEST(RemoteRunner, AKernelsErrorAndARefusedCallAreReported) {
+  RemoteRunner r("{exe} {args}", fake_runner(), functions(), fake_runner() + ".stderr");
+  Buffers b;
+  std::string why = error_of([&] { r.call(key_of("error"), b.args(1)); });
+  EXPECT_NE(why.find("failed on the target (code -7): a planted failure"), std::string::npos) << why;
+  // A scalar where the kernel has a buffer: refused before the kernel runs.
+  why = error_of([&] {
+    r.call(key_of("add"), {KernelArg::of(int32_t{1}), KernelArg::of(int32_t{1}),
+                           KernelArg::of(&b.out_buf)});
+  });
+  EXPECT_NE(why.find("refused the call of add"), std::string::npos) << why;
+  EXPECT_NE(why.find("differs from the kernel's"), std::string::npos) << why;
+  why = error_of([&] { r.call(key_of("missing"), b.args(1)); });
+  EXPECT_NE(why.find("has no function missing"), std::string::npos) << why;
+  why = error_of([&] { r.call(key_of("other"), b.args(1)); });
+  EXPECT_NE(why.find("was not built with"), std::string::npos) << why;
+  r.call(key_of("add"), b.args(2));
+  EXPECT_EQ(b.out[0], 3);
+}
+
+TEST(RemoteRunner, ARunnerThatDiesIsReportedWithItsStatus) {
+  RemoteRunner r("{exe} {args}", fake_runner(), functions(), fake_runner() + ".stderr");
+  Buffers b;
+  const std::string why = error_of([&] { r.call(key_of("crash"), b.args(1)); });
+  EXPECT_NE(why.find("ended its replies early"), std::string::npos) << why;
+  EXPECT_NE(why.find("killed by signal 11"), std::string::npos) << why;
+}
+
+TEST(RemoteRunner, ACommandWithoutItsProgramIsRefused) {
+  EXPECT_NE(error_of([] { (void)runner_command_line("qemu-aarch64 -cpu max", "x"); })
+                .find("has no {exe}"),
+            std::string::npos);
+  EXPECT_EQ(runner_command_line("ssh b {exe} {args}", "/tmp/it's"), "ssh b '/tmp/it'\\''s' ");
+  const std::string why = error_of([] {
+    RemoteRunner r("/nonexistent/emulator {exe}", fake_runner(), functions(),
+                   fake_runner() + ".stderr2");
+  });
+  EXPECT_NE(why.find("exited with status 127"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace mmtune
