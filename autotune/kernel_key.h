@@ -30,14 +30,14 @@ struct HalideVariant {
   std::optional<schedules::Schedule> schedule;
   std::string target = "host";  // "host" or a Halide target string
   // Present: an autoscheduler schedules the kernel (`schedule` must be absent).
-  std::optional<Autoschedule> autoschedule;
+  std::optional<Autoschedule> autoschedule = std::nullopt;
   // B prepacked on the host for the kernel's layout (runtime/host/packed_b.h) and read by the
   // generator's prepacked_b kernel (Gemm, QGemm; QLinearMatMul with a 2-D b), as the runtime's
   // prepack_b calls do.
   bool prepacked_b = false;
   // Set: the kernel runs there (a runner on another target, autotune/kernel_executor.h), built
   // for `target` beforehand; the JIT compiles nothing and this CPU need not run `target`.
-  std::shared_ptr<class KernelExecutor> executor;
+  std::shared_ptr<class KernelExecutor> executor = nullptr;
 };
 
 // The Halide target string `target` names ("host": this machine's, as Halide detects it);

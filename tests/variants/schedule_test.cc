@@ -102,7 +102,7 @@ TEST(KnobTable, RefusesUnknownKnobsTypesAndTemplates) {
             std::string::npos);
   EXPECT_NE(error_of([] {
               nlohmann::json{{"template", "gpu_magic"}}.get<Schedule>();
-            }).find("template 'gpu_magic' is not a schedule template (templates: cpu_matmul)"),
+            }).find("template 'gpu_magic' is not a schedule template (templates: cpu_matmul, arm_matmul)"),
             std::string::npos);
   EXPECT_NE(error_of([] {
               Schedule::from_generator_params({{"template", "cpu_matmul"}, {"tile_rows", "x"}});
@@ -157,6 +157,34 @@ TEST(KnobTable, NamingDocCarriesEveryTemplatesTable) {
 
 // ---- The per-target seam ----
 
+// arm_matmul's defaults on AArch64: 8 x 3-vector tiles in strips of whole tiles; the dot-product
+// group (sdot/udot) for same-sign 8-bit operands where the target has arm_dot_prod, never for
+// uint8 x int8 (no usdot in Halide 21), floats or 32-bit integers.
+TEST(Seam, ArmDefaultsFollowTheTargetAndTheOperands) {
+  using schedules::Accumulator;
+  const schedules::TargetInfo dot = schedules::target_info("arm-64-linux-arm_dot_prod");
+  const schedules::TargetInfo neon = schedules::target_info("arm-64-linux");
+  auto schedule = [](const schedules::TargetInfo& t, Accumulator acc) {
+    const Schedule s = schedules::default_schedule(t, acc);
+    EXPECT_STREQ(s.template_name(), "arm_matmul");
+    EXPECT_EQ(s.validate(t, acc), std::nullopt);
+    return s;
+  };
+  auto k_group = [&](const schedules::TargetInfo& t, Accumulator acc) {
+    return schedule(t, acc).register_tiled()->k_group;
+  };
+  const Schedule s8 = schedule(dot, Accumulator{32, true, 8, false});
+  EXPECT_EQ(s8.register_tiled()->k_group, 4);
+  EXPECT_EQ(s8.register_tiled()->tile_rows, 8);
+  EXPECT_EQ(s8.register_tiled()->n_block % s8.register_tiled()->tile_columns(dot, 32), 0);
+  EXPECT_EQ(k_group(dot, Accumulator{32, true, 8, true}), 1);    // uint8 x int8
+  EXPECT_EQ(k_group(neon, Accumulator{32, true, 8, false}), 1);  // no dot product
+  EXPECT_EQ(k_group(dot, Accumulator{32, true, 32, false}), 1);  // int32 Gemm
+  EXPECT_EQ(schedule(dot, Accumulator{32, false, 32}).tag(dot, {32, false}), "8x12k4n192pt");
+  // 64-bit lanes: a tile that fits the 32 registers.
+  (void)schedule(dot, Accumulator{64, false, 64});
+}
+
 TEST(Seam, ATemplateThatDoesNotFitTheTargetIsRefused) {
   const Schedule cpu;
   EXPECT_NE(cpu.validate(kCuda, {32, false})
@@ -165,8 +193,17 @@ TEST(Seam, ATemplateThatDoesNotFitTheTargetIsRefused) {
             std::string::npos);
   EXPECT_NE(cpu.validate(kHvx, {32, true}).value_or("").find("does not schedule hexagon targets"),
             std::string::npos);
-  EXPECT_EQ(cpu.validate(schedules::target_info("arm-64-linux-arm_dot_prod"), {32, true}),
-            std::nullopt);
+  // AArch64 has its own table of the register-tiled schedule (arm_matmul), the default there.
+  const schedules::TargetInfo arm = schedules::target_info("arm-64-linux-arm_dot_prod");
+  EXPECT_NE(cpu.validate(arm, {32, true}).value_or("").find("does not schedule arm targets"),
+            std::string::npos);
+  EXPECT_EQ(schedules::default_template(arm), "arm_matmul");
+  EXPECT_EQ(schedules::default_schedule(arm, {32, true}).validate(arm, {32, true}), std::nullopt);
+  EXPECT_NE(Schedule(schedules::ArmMatmulParams::knobs().defaults())
+                .validate(kAvx2, {32, false})
+                .value_or("")
+                .find("template arm_matmul does not schedule x86 targets"),
+            std::string::npos);
   EXPECT_NE(error_of([] {
               schedules::default_template(kCuda);
             }).find("no schedule template schedules cuda targets"),
