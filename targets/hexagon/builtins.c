@@ -9,7 +9,8 @@
  * binary64, round to nearest even, with subnormals, infinities and NaNs
  * (a NaN operand comes back quieted; invalid operations give the default
  * NaN 0x7ff8000000000000). Float32 divide goes through float64: rounding
- * the exact quotient to 53 bits and then to 24 equals rounding it once. */
+ * the exact quotient to 53 bits and then to 24 equals rounding it once;
+ * likewise float32 square root. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -227,6 +228,40 @@ float __hexagon_divsf3(float x, float y) {
     return (float)__hexagon_divdf3((double)x, (double)y);
 }
 
+/* Square root, digit by digit: 55 result bits (53 + half + one more), the
+ * remainder's nonzero-ness jammed into the last; then round_pack. */
+double __hexagon_sqrtdf2(double x) {
+    u64 a = bits_of(x);
+    if (is_nan(a)) return double_of(a | (1ull << 51));
+    if ((a & ~SIGN) == 0) return x; /* +-0 */
+    if (a & SIGN) return double_of(QNAN);
+    if (a == INF) return x;
+    int e;
+    u64 m;
+    unpack(a, &e, &m);
+    m >>= 10; /* x = m * 2^(e - 52), m in [2^52, 2^53) */
+    if (e & 1) {
+        m <<= 1;
+        --e;
+    }
+    /* q = floor(sqrt(m * 2^56)), in [2^54, 2^55); x^(1/2) = q * 2^(e/2 - 54) */
+    u64 q = 0, r = 0;
+    for (int p = 108; p >= 0; p -= 2) {
+        u64 pair = p >= 56 ? (m >> (p - 56)) & 3 : 0;
+        u64 t = (q << 2) | 1;
+        r = (r << 2) | pair;
+        q <<= 1;
+        if (r >= t) {
+            r -= t;
+            q |= 1;
+        }
+    }
+    return double_of(round_pack(0, e / 2, (q | (r != 0)) << 8));
+}
+
+/* Exact in float64, then rounded once more: equals rounding once. */
+float __hexagon_sqrtf(float x) { return (float)__hexagon_sqrtdf2((double)x); }
+
 /* LLVM calls these instead when fast math is on (Halide's code does, unless
  * built with strict_float); correctly rounded results are fine there too. */
 double __hexagon_fast_adddf3(double x, double y) { return __hexagon_adddf3(x, y); }
@@ -234,10 +269,15 @@ double __hexagon_fast_subdf3(double x, double y) { return __hexagon_subdf3(x, y)
 double __hexagon_fast_muldf3(double x, double y) { return __hexagon_muldf3(x, y); }
 double __hexagon_fast_divdf3(double x, double y) { return __hexagon_divdf3(x, y); }
 float __hexagon_fast_divsf3(float x, float y) { return __hexagon_divsf3(x, y); }
+double __hexagon_fast2_sqrtdf2(double x) { return __hexagon_sqrtdf2(x); }
+float __hexagon_fast2_sqrtf(float x) { return __hexagon_sqrtf(x); }
 
-/* fmaf: LLVM makes a call of llvm.fma.f32; the core's sffma instruction
+#ifdef __hexagon__ /* C library names: only where there is no libm */
+double sqrt(double x) { return __hexagon_sqrtdf2(x); }
+float sqrtf(float x) { return __hexagon_sqrtf(x); }
+
+/* fmaf: LLVM makes llvm.fma.f32 a call; the core's sffma instruction
  * ("Rx += sfmpy(Rs, Rt)") rounds once, as fmaf must. */
-#ifdef __hexagon__
 float fmaf(float x, float y, float z) {
     __asm__("%0 += sfmpy(%1, %2)" : "+r"(z) : "r"(x), "r"(y));
     return z;

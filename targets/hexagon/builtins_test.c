@@ -14,6 +14,8 @@ double __hexagon_subdf3(double, double);
 double __hexagon_muldf3(double, double);
 double __hexagon_divdf3(double, double);
 float __hexagon_divsf3(float, float);
+double __hexagon_sqrtdf2(double);
+float __hexagon_sqrtf(float);
 int64_t __hexagon_divdi3(int64_t, int64_t);
 int64_t __hexagon_moddi3(int64_t, int64_t);
 uint32_t __hexagon_udivsi3(uint32_t, uint32_t);
@@ -119,6 +121,14 @@ int main(void) {
         uint32_t fg = fbits(__hexagon_divsf3(flt(fa), flt(fb))), fw = fbits(flt(fa) / flt(fb));
         if (((fw & 0x7fffffffu) > 0x7f800000u) ? ((fg & 0x7fffffffu) > 0x7f800000u) : fg == fw) ++passed;
         else if (++failed <= 10) out("FAIL divsf3\n");
+        u64 sa = a & ~(1ull << 63); /* sqrt of |a| and of a (negative: NaN) */
+        double sw = __builtin_sqrt(dbl(sa));
+        if (same(bits(__hexagon_sqrtdf2(dbl(sa))), bits(sw)) && same(bits(__hexagon_sqrtdf2(x)), bits(__builtin_sqrt(x))))
+            ++passed;
+        else if (++failed <= 10) out("FAIL sqrtdf2\n");
+        float fs = flt(fa & 0x7fffffffu);
+        if (fbits(__hexagon_sqrtf(fs)) == fbits(__builtin_sqrtf(fs)) || (fa & 0x7fffffffu) > 0x7f800000u) ++passed;
+        else if (++failed <= 10) out("FAIL sqrtf\n");
         int64_t n = (int64_t)next(), d = (int64_t)(next() >> (next() & 63));
         if (d == 0) d = 7;
         if (__hexagon_divdi3(n, d) == n / d && __hexagon_moddi3(n, d) == n % d) ++passed;
