@@ -6,8 +6,9 @@
 #   targets/hexagon/build.sh [v62|v66|v68]    (default v66)
 #
 # v62 = hexagon-32-noos-hvx-hvx_128 (Halide's default HVX level), v66 and v68
-# add -hvx_v66 / -hvx_v68. v62 and v66 have no HVX float, so mm_f32 is
-# built --scalar there (README.md). Needs: clang (any with the Hexagon
+# add -hvx_v66 / -hvx_v68. mm_f32 is built --scalar at every level: v62 and
+# v66 have no HVX float multiply, and v68's (qfloat) makes qemu 7.2 abort
+# (README.md). Needs: clang (any with the Hexagon
 # backend; 14 here), ld.lld, qemu-hexagon (qemu-user), llvm-objdump, and a
 # Python with the halide wheel (PYTHON=..., default: the repo's .venv).
 # Output goes to $OUT (default targets/hexagon/build/<level>).
@@ -20,7 +21,7 @@ LEVEL=${1:-v66}
 case $LEVEL in
 v62) TARGET=hexagon-32-noos-hvx-hvx_128 F32=--scalar ;;
 v66) TARGET=hexagon-32-noos-hvx-hvx_128-hvx_v66 F32=--scalar ;;
-v68) TARGET=hexagon-32-noos-hvx-hvx_128-hvx_v68 F32= ;;
+v68) TARGET=hexagon-32-noos-hvx-hvx_128-hvx_v68 F32=--scalar ;;
 *) echo "usage: $0 [v62|v66|v68]" >&2; exit 2 ;;
 esac
 OUT=${OUT:-$HERE/build/$LEVEL}
@@ -50,8 +51,9 @@ nice -n 10 "$PYTHON" "$HERE/gen_kernels.py" runtime "$OUT/halide_runtime.o" "$TA
 #    level (clang 14 knows hexagonv62..v68); -ffreestanding: no libc
 #    (implies -fno-builtin, so memset's loop stays a loop); -G0: no small
 #    data (GP is not set up); -ffp-contract=off: the scalar references do
-#    separate multiply and add unless they call fmaf.
-CFLAGS="--target=hexagon-unknown-none-elf -mcpu=hexagon$LEVEL -O2 -ffreestanding -G0 -ffp-contract=off
+#    separate multiply and add unless they call fmaf; -ffunction-sections
+#    lets --gc-sections drop what nothing calls.
+CFLAGS="--target=hexagon-unknown-none-elf -mcpu=hexagon$LEVEL -O2 -ffreestanding -G0 -ffp-contract=off -ffunction-sections
         -Wall -Wextra -I$HERE -I$HERE/include -I$HALIDE_INCLUDE"
 for src in start.S platform.c builtins.c test_main.c; do
     say "clang $CFLAGS -c $src"

@@ -220,6 +220,17 @@ static void test_allocator(void) {
     free(z);
     free(p);
     check(mmtune_io_alloc((size_t)3 << 30) == NULL, "3 GiB request returns NULL");
+    /* How much can be live at once: 64 MiB blocks until NULL (untouched,
+     * so no page is ever committed), then all freed. */
+    enum { MAXB = 64 };
+    void* big[MAXB];
+    int nb = 0;
+    while (nb < MAXB && (big[nb] = mmtune_io_alloc((size_t)64 << 20)) != NULL) ++nb;
+    put("live at once: ");
+    put_int(nb * 64L);
+    put(" MiB in 64 MiB blocks\n");
+    while (nb > 0) mmtune_io_free(big[--nb]);
+    check(mmtune_io_alloc((size_t)64 << 20) != NULL, "64 MiB again after freeing them");
 }
 
 /* ---- error handler ------------------------------------------------------ */
