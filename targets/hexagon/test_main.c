@@ -3,7 +3,8 @@
  * example kernels of gen_kernels.py through their _argv entry points with
  * halide_buffer_t arguments and compares them bit for bit with scalar
  * loops. Also: prints each kernel's _metadata(), stresses the allocator,
- * and checks that halide_set_error_handler captures a kernel's error.
+ * and checks that halide_set_error_handler captures a kernel's error and
+ * halide_set_custom_print redirects halide_print.
  * With the argument "error-to-stderr" it instead lets one error reach the
  * default handler (stderr) and exits 1. Ends with "N passed, N failed". */
 #include <stdint.h>
@@ -254,7 +255,18 @@ static int call_with_bad_type(void) {
     return mm_u8s8_argv(args);
 }
 
+static char last_print[64];
+static void capture_print(void* user_context, const char* msg) {
+    (void)user_context;
+    strncpy(last_print, msg, sizeof last_print - 1);
+}
+
 static void test_error_handler(void) {
+    halide_print_t old_print = halide_set_custom_print(capture_print);
+    halide_print(NULL, "to the custom print");
+    halide_set_custom_print(old_print);
+    check(strcmp(last_print, "to the custom print") == 0, "halide_set_custom_print redirects halide_print");
+
     halide_error_handler_t old = halide_set_error_handler(capture_error);
     int rc = call_with_bad_type();
     halide_set_error_handler(old);
