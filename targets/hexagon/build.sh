@@ -8,9 +8,9 @@
 # v62 = hexagon-32-noos-hvx-hvx_128 (Halide's default HVX level), v66 and v68
 # add -hvx_v66 / -hvx_v68. mm_f32 is built --scalar at every level: v62 and
 # v66 have no HVX float multiply, and v68's (qfloat) makes qemu 7.2 abort
-# (README.md). Needs: clang (any with the Hexagon
-# backend; 14 here), ld.lld, qemu-hexagon (qemu-user), llvm-objdump, and a
-# Python with the halide wheel (PYTHON=..., default: the repo's .venv).
+# (README.md). Needs: clang with the Hexagon backend (14 here), ld.lld,
+# qemu-hexagon (qemu-user), llvm-objdump, and a Python with the halide
+# wheel (PYTHON=..., default: the repo's .venv).
 # Output goes to $OUT (default targets/hexagon/build/<level>).
 # KERNEL_OPTS (e.g. --parallel, --strict) is passed to every kernel;
 # F32_OPTS replaces mm_f32's default options (set it empty for vectors).
