@@ -118,6 +118,24 @@ Platform platform_of(const schedules::TargetInfo& t) {
                {"qemu-aarch64", "qemu-user"}};
     return p;
   }
+  if (t.family == "hexagon") {
+    // Freestanding: targets/hexagon/ is the whole C library (README there); qemu-hexagon's one
+    // model (v67) runs objects of every level.
+    std::string level = "hexagonv62";
+    for (const char* v : {"v65", "v66", "v68", "v69", "v73"}) {
+      if (t.target.find(std::string("hvx_") + v) != std::string::npos) level = std::string("hexagon") + v;
+    }
+    const std::string src = runner_source_dir();
+    p.cc = {"clang", "--target=hexagon-unknown-none-elf", "-mcpu=" + level, "-O2",
+            "-ffreestanding", "-G0", "-ffp-contract=off", "-ffunction-sections",
+            "-I" + src + "/targets/hexagon", "-I" + src + "/targets/hexagon/include"};
+    p.link = {"ld.lld", "-static", "--gc-sections", "-e", "_start"};
+    p.sources = {"targets/hexagon/start.S", "targets/hexagon/platform.c",
+                 "targets/hexagon/builtins.c"};
+    p.default_runner = "qemu-hexagon {exe} {args}";
+    p.tools = {{"clang", "clang"}, {"ld.lld", "lld"}, {"qemu-hexagon", "qemu-user"}};
+    return p;
+  }
   if (t.family == "x86" && t.target.find("linux") != std::string::npos) {
     p.cc = {"cc", "-O2", "-std=gnu11"};
     p.link = {"cc"};
@@ -128,7 +146,8 @@ Platform platform_of(const schedules::TargetInfo& t) {
     return p;
   }
   invalid("verify", "target ", t.target, " (", t.family,
-          "): mmtune builds kernel runners for arm-64-linux and x86-64-linux targets");
+          "): mmtune builds kernel runners for arm-64-linux, hexagon-32-noos-hvx and x86-64-linux "
+          "targets");
 }
 
 std::optional<std::string> missing_tool(const Platform& p, bool for_default_runner) {

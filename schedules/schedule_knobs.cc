@@ -2,6 +2,7 @@
 #include "schedules/schedule_knobs.h"
 
 #include <map>
+#include <type_traits>
 
 #include "schedules/cpu/matmul_schedule.h"
 
@@ -43,8 +44,18 @@ Schedule ScheduleKnobs::schedule(const Halide::Target& t, Accumulator acc) const
 
 void ScheduleKnobs::apply(MatmulPipeline& p, const Halide::Target& t, Accumulator acc) const {
   const Schedule s = schedule(t, acc);
-  // One schedule function per template: cpu_matmul's register-tiled schedule serves arm_matmul too.
-  std::visit([&](const CpuMatmulParams& params) { schedule_cpu_matmul(p, params); }, s.params());
+  // One schedule function per template: cpu_matmul's register-tiled schedule serves arm_matmul and
+  // hvx_matmul too.
+  std::visit(
+      [&](const auto& params) {
+        using P = std::decay_t<decltype(params)>;
+        if constexpr (std::is_same_v<P, HvxMatmulParams>) {
+          schedule_cpu_matmul(p, params, params.vector_epilogue);
+        } else {
+          schedule_cpu_matmul(p, params);
+        }
+      },
+      s.params());
 }
 
 ScheduleKnobs::Estimates ScheduleKnobs::autoschedule(MatmulPipeline& p) const {

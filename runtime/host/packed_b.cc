@@ -59,8 +59,9 @@ PanelLayout panel_layout(const std::string& target,
                          const std::map<std::string, std::string>& schedule, int acc_bits,
                          bool exact, bool dot8) {
   const std::string tmpl = param(schedule, "template", "cpu_matmul");
-  // arm_matmul is cpu_matmul's register-tiled schedule with AArch64's table: the same layout.
-  MMTUNE_CHECK(tmpl == "cpu_matmul" || tmpl == "arm_matmul",
+  // arm_matmul and hvx_matmul are cpu_matmul's register-tiled schedule with their own tables: the
+  // same layout.
+  MMTUNE_CHECK(tmpl == "cpu_matmul" || tmpl == "arm_matmul" || tmpl == "hvx_matmul",
                "no prepacked layout known for schedule template " << tmpl);
   const int width = int_param(schedule, "vector_width", 0);
   const int lanes = width > 0 ? width : std::max(1, vector_bits(target) / acc_bits);

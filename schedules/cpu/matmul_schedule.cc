@@ -5,7 +5,7 @@ namespace mmtune::schedules {
 
 using namespace Halide;
 
-void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
+void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool vector_epilogue) {
   const int lanes = p.layout.lanes;
   const int rows = params.tile_rows;
   const int width = params.tile_vectors * lanes;
@@ -24,7 +24,8 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
   auto apply = [&](Stage s, TailStrategy tail) {
     if (strips) s.split(p.j, jb, p.j, params.n_block, tail);
     if (blocks) s.split(p.i, ib, p.i, params.m_block, tail);
-    s.tile(p.j, p.i, jo, io, ji, ii, width, rows, tail).vectorize(ji, lanes, tail);
+    s.tile(p.j, p.i, jo, io, ji, ii, width, rows, tail);
+    if (vector_epilogue) s.vectorize(ji, lanes, tail);
     std::vector<VarOrRVar> order{ji, ii};
     if (blocks) {
       order.insert(order.end(), {io, jo, ib});
@@ -165,7 +166,7 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params) {
     f.compute_root();
     const std::vector<Var> args = f.args();
     const Var& row = args.back();
-    if (args.size() > 1) f.vectorize(args[0], lanes, TailStrategy::GuardWithIf);
+    if (args.size() > 1 && vector_epilogue) f.vectorize(args[0], lanes, TailStrategy::GuardWithIf);
     if (params.parallel) {
       if (args.size() > 1) f.parallel(row);
       for (int u = 0; u < f.num_update_definitions(); ++u) f.update(u).parallel(row);

@@ -54,7 +54,7 @@ nice -n 10 "$PYTHON" "$HERE/gen_kernels.py" runtime "$OUT/halide_runtime.o" "$TA
 #    separate multiply and add unless they call fmaf; -ffunction-sections
 #    lets --gc-sections drop what nothing calls.
 CFLAGS="--target=hexagon-unknown-none-elf -mcpu=hexagon$LEVEL -O2 -ffreestanding -G0 -ffp-contract=off -ffunction-sections
-        -Wall -Wextra -I$HERE -I$HERE/include -I$HALIDE_INCLUDE"
+        -Wall -Wextra -I$HERE -I$HERE/../runner -I$HERE/include -I$HALIDE_INCLUDE"
 for src in start.S platform.c builtins.c test_main.c; do
     say "clang $CFLAGS -c $src"
     nice -n 10 clang $CFLAGS -c "$HERE/$src" -o "$OUT/${src%.*}.o"

@@ -116,7 +116,7 @@ int main(void) {
     return -as_argv(args); /* exit status: minus Halide's error code */
 }
 EOF
-CF="--target=hexagon-unknown-none-elf -mcpu=hexagonv66 -O2 -ffreestanding -G0 -I$HERE -I$HERE/include
+CF="--target=hexagon-unknown-none-elf -mcpu=hexagonv66 -O2 -ffreestanding -G0 -I$HERE -I$HERE/../runner -I$HERE/include
     -I$("$PYTHON" -c 'import halide, os; print(os.path.dirname(halide.__file__))')/include"
 nice -n 10 clang $CF -c "$W/async_main.c" -o "$W/async_main.o" &&
     ld.lld -static --gc-sections -e _start -o "$W/async.elf" "$W/v66/"{start,platform,builtins}.o \
