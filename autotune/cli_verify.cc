@@ -197,7 +197,7 @@ Examples:
     const verify::RunnerBuild build = verify::build_runner(
         target, keys, work, o->jobs, [](const std::string& line) { std::cout << line << "\n"; });
     std::cout << "verify: runner " << build.exe << " (" << build.compiled << " kernels compiled, "
-              << build.reused << " reused)\n";
+              << build.reused << " reused, " << build.failed.size() << " failed to build)\n";
 
     auto remote = std::make_shared<RemoteRunner>(runner, build.exe, build.functions,
                                                  (fs::path(work) / "runner.stderr").string());
@@ -210,6 +210,14 @@ Examples:
       out.spec = k.spec;
       out.prepacked = k.v.prepacked_b;
       k.v.executor = remote;
+      auto failed = build.failed.find(k.key.to_string());
+      if (failed != build.failed.end()) {
+        out.error = failed->second;
+        ++failures;
+        std::cout << "  FAIL " << out.name << ": " << out.error << "\n";
+        outcomes.push_back(std::move(out));
+        continue;
+      }
       GateOptions g;
       g.shape = {shape.m, shape.n, shape.k};
       g.full = o->full;

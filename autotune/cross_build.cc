@@ -44,21 +44,20 @@ std::string find_program(const std::string& name) {
   return "";
 }
 
-// Commands, each with its log, run `jobs` at once; InvalidArgument naming the first that failed
-// (the others already started finish; no new one starts).
+// Commands, each with its log, run `jobs` at once; the message of each that failed (its exit and
+// its log's end), by index.
 struct Step {
   std::vector<std::string> argv;
   std::string log;
   std::string what;
 };
-void run_steps(const std::vector<Step>& steps, int jobs,
-               const std::function<void(const std::string&)>& progress) {
+std::map<std::size_t, std::string> run_steps(const std::vector<Step>& steps, int jobs,
+                                             const std::function<void(const std::string&)>& progress) {
   std::map<pid_t, std::size_t> running;
+  std::map<std::size_t, std::string> failed;
   std::size_t next = 0;
-  std::optional<std::size_t> failed;
-  int failed_status = 0;
   while (next < steps.size() || !running.empty()) {
-    while (!failed && next < steps.size() && static_cast<int>(running.size()) < jobs) {
+    while (next < steps.size() && static_cast<int>(running.size()) < jobs) {
       const Step& s = steps[next];
       const pid_t pid = ::fork();
       MMTUNE_CHECK(pid >= 0, "cannot fork");
@@ -68,7 +67,6 @@ void run_steps(const std::vector<Step>& steps, int jobs,
       }
       running[pid] = next++;
     }
-    if (running.empty()) break;
     int status = 0;
     const pid_t pid = ::wait(&status);
     if (pid < 0) continue;
@@ -76,20 +74,21 @@ void run_steps(const std::vector<Step>& steps, int jobs,
     if (it == running.end()) continue;
     const std::size_t i = it->second;
     running.erase(it);
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!ok && !failed) {
-      failed = i;
-      failed_status = status;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      progress("  built " + steps[i].what);
+      continue;
     }
-    if (ok) progress("  built " + steps[i].what);
+    failed[i] = "building " + steps[i].what + " failed (" +
+                (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                   : std::string("killed by a signal")) +
+                "; log " + steps[i].log + "); its last lines:" + log_tail(steps[i].log, 6);
   }
-  if (failed) {
-    const Step& s = steps[*failed];
-    invalid("verify", "building ", s.what, " failed (",
-            WIFEXITED(failed_status) ? "exit status " + std::to_string(WEXITSTATUS(failed_status))
-                                     : std::string("killed by a signal"),
-            "; log ", s.log, "); its last lines:", log_tail(s.log, 15));
-  }
+  return failed;
+}
+
+// InvalidArgument with the first failure of run_steps, if any.
+void require_built(const std::map<std::size_t, std::string>& failed) {
+  if (!failed.empty()) invalid("verify", failed.begin()->second);
 }
 
 std::string c_string(const std::string& s) { return "\"" + s + "\""; }
@@ -176,9 +175,8 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
 
   RunnerBuild build;
   std::vector<Step> steps;
-  std::vector<std::string> object_files;
+  std::vector<std::string> step_kernel;  // the kernel key of each step ("" for the runtime)
   std::set<std::string> names;
-  std::string declarations, entries;
   for (const KernelKey& key : kernels) {
     std::map<std::string, std::string> schedule = key.schedule.generator_params();
     std::string name = kernel_name(key.identity.op, key.identity.params, schedule, target);
@@ -188,10 +186,6 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
     const fs::path obj = objects / (name + ".o");
     const fs::path stamp = objects / (name + ".key");
     const std::string want = text + " target=" + kernel_target + "\n";
-    object_files.push_back(obj.string());
-    declarations += "extern int " + name + "_argv(void**);\nextern const struct " +
-                    "halide_filter_metadata_t* " + name + "_metadata(void);\n";
-    entries += "  {" + c_string(name) + ", " + name + "_argv, " + name + "_metadata},\n";
     if (fs::exists(obj) && fs::exists(stamp) && read_file(stamp) == want) {
       ++build.reused;
       continue;
@@ -202,6 +196,7 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
                                      "-e",   "object",   "target=" + kernel_target};
     for (const auto& [k, v] : key.generator_params()) argv.push_back(k + "=" + v);
     steps.push_back({argv, (objects / (name + ".log")).string(), "kernel " + name});
+    step_kernel.push_back(text);
     write_file(objects / (name + ".want"), want);
     ++build.compiled;
   }
@@ -213,18 +208,37 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
                       "object", "target=" + target},
                      (objects / "halide_runtime.log").string(),
                      "the Halide runtime"});
+    step_kernel.emplace_back();
   }
   progress("verify: building " + std::to_string(kernels.size()) + " kernels for " + target + " (" +
            std::to_string(build.compiled) + " to compile, " + std::to_string(build.reused) +
            " from an earlier build)");
-  run_steps(steps, jobs, progress);
+  // A kernel that does not build is left out of the runner and reported; the runtime must build.
+  for (const auto& [i, why] : run_steps(steps, jobs, progress)) {
+    if (step_kernel[i].empty()) invalid("verify", why);
+    build.failed[step_kernel[i]] = why;
+  }
   for (const std::string& name : names) {
     if (fs::exists(objects / (name + ".want")))
       fs::rename(objects / (name + ".want"), objects / (name + ".key"));
   }
   write_file(runtime_stamp, target);
 
-  // The table of the kernels and the runner's own sources, compiled with the target's compiler.
+  // The table of the kernels that built and the runner's own sources, compiled with the target's
+  // compiler.
+  std::string declarations, entries;
+  std::vector<std::string> object_files;
+  int linked = 0;
+  for (const KernelKey& key : kernels) {
+    const std::string text = key.to_string();
+    if (build.failed.count(text) != 0) continue;
+    const std::string& name = build.functions.at(text);
+    object_files.push_back((objects / (name + ".o")).string());
+    declarations += "extern int " + name + "_argv(void**);\nextern const struct " +
+                    "halide_filter_metadata_t* " + name + "_metadata(void);\n";
+    entries += "  {" + c_string(name) + ", " + name + "_argv, " + name + "_metadata},\n";
+    ++linked;
+  }
   const std::string src = runner_source_dir();
   write_file(dir / "kernel_table.c",
              "/* The kernels of this runner (generated by mmtune verify). */\n"
@@ -234,7 +248,7 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
                  "  const struct halide_filter_metadata_t* (*metadata)(void);\n};\n"
                  "const struct mmtune_runner_kernel mmtune_runner_kernels[] = {\n" +
                  entries + "  {0, 0, 0}};\nconst int mmtune_runner_kernel_count = " +
-                 std::to_string(kernels.size()) + ";\n");
+                 std::to_string(linked) + ";\n");
   std::vector<std::string> sources = {(dir / "kernel_table.c").string(),
                                       src + "/targets/runner/kernel_runner.c"};
   for (const std::string& s : p.sources) sources.push_back(src + "/" + s);
@@ -249,14 +263,14 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
     compiles.push_back({argv, obj + ".log", fs::path(s).filename().string()});
     link.push_back(obj);
   }
-  run_steps(compiles, jobs, [](const std::string&) {});
+  require_built(run_steps(compiles, jobs, [](const std::string&) {}));
   link.insert(link.end(), object_files.begin(), object_files.end());
   link.push_back(runtime.string());
   const std::string runner = (dir / "kernel_runner").string();
   link.insert(link.end(), {"-o", runner});
   link.insert(link.end(), p.link_libs.begin(), p.link_libs.end());
   link[0] = find_program(link[0]);
-  run_steps({{link, (dir / "link.log").string(), "the kernel runner"}}, 1, progress);
+  require_built(run_steps({{link, (dir / "link.log").string(), "the kernel runner"}}, 1, progress));
   build.exe = runner;
   return build;
 }

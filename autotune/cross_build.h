@@ -39,13 +39,16 @@ struct RunnerBuild {
   std::map<std::string, std::string> functions;  // KernelKey::to_string() -> function name
   int compiled = 0;                              // kernels compiled now
   int reused = 0;                                // kernels whose object an earlier build left
+  // Kernels that did not build (left out of the runner): key -> the failure and its log's end.
+  std::map<std::string, std::string> failed;
 };
 
 // Compiles each of `kernels` for `target` (a child process `mmtune __gengen` each, `jobs` at once:
 // libHalide may abort on a bad schedule), the Halide runtime for `target`, the runner and its
 // platform layer, and links them into `dir`/kernel_runner. An object whose kernel and target are
-// unchanged since an earlier build into `dir` is reused. `progress` receives one line per step.
-// InvalidArgument naming the kernel, its log and the log's end when a step fails.
+// unchanged since an earlier build into `dir` is reused. `progress` receives one line per step. A
+// kernel that does not build is left out and listed in `failed`; InvalidArgument naming the step,
+// its log and the log's end when the runtime, the runner or the link fails.
 RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>& kernels,
                          const std::string& dir, int jobs,
                          const std::function<void(const std::string&)>& progress);

@@ -26,6 +26,10 @@ std::optional<std::string> HvxMatmulParams::validate(const TargetInfo& t, Accumu
            "arithmetic, which HVX lacks below v68, and v68's qfloat vectors do not round every "
            "step like IEEE-754 (mmtune keeps float sums bit-exact)";
   }
+  if (acc.bits > 32) {
+    return "hvx_matmul sums in lanes of at most 32 bits: HVX vectors have no " +
+           std::to_string(acc.bits) + "-bit integer lanes";
+  }
   if (t.target.find("hvx_128") == std::string::npos) {
     return "hvx_matmul schedules 128-byte HVX vectors: target " + t.target +
            " needs the hvx_128 feature (e.g. hexagon-32-noos-hvx-hvx_128-hvx_v66)";
@@ -44,7 +48,7 @@ HvxMatmulParams HvxMatmulParams::defaults(const TargetInfo& t, Accumulator acc) 
   // vrmpy sums groups of four 8-bit products; wider operands are summed one product at a time.
   if (acc.operand_bits != 8) p.k_group = 1;
   p.fit_draw(t, acc);
-  if (acc.exact) {
+  if (acc.exact && acc.bits <= 32) {  // the sums hvx_matmul schedules (validate says why not others)
     if (p.validate(t, acc)) {
       p.tile_rows = 2;
       p.tile_vectors = 1;

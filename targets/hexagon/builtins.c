@@ -283,3 +283,41 @@ float fmaf(float x, float y, float z) {
     return z;
 }
 #endif
+
+/* ---- rounding to integral values (libm) ---------------------------------
+ * Exact by construction: the fraction bits below the binary point are cleared (trunc), and floor /
+ * ceil step one unit away from zero when a cleared fraction was non-zero on their side; NaN, Inf
+ * and values already integral (exponent >= 52, resp. 23) are returned as they are, -0 stays -0. */
+double trunc(double x) {
+  const u64 a = bits_of(x);
+  const int e = (int)((a >> 52) & 0x7ff) - 1023;
+  if (e >= 52) return x;                      /* integral, Inf or NaN */
+  if (e < 0) return double_of(a & SIGN);      /* |x| < 1: +-0 */
+  return double_of(a & ~(((u64)1 << (52 - e)) - 1));
+}
+double floor(double x) {
+  const double t = trunc(x);
+  return (x < 0 && t != x) ? t - 1.0 : t;
+}
+double ceil(double x) {
+  const double t = trunc(x);
+  return (x > 0 && t != x) ? t + 1.0 : t;
+}
+float truncf(float x) {
+  u32 a;
+  int e;
+  __builtin_memcpy(&a, &x, 4);
+  e = (int)((a >> 23) & 0xff) - 127;
+  if (e >= 23) return x;
+  a = e < 0 ? (a & 0x80000000u) : (a & ~((1u << (23 - e)) - 1));
+  __builtin_memcpy(&x, &a, 4);
+  return x;
+}
+float floorf(float x) {
+  const float t = truncf(x);
+  return (x < 0 && t != x) ? t - 1.0f : t;
+}
+float ceilf(float x) {
+  const float t = truncf(x);
+  return (x > 0 && t != x) ? t + 1.0f : t;
+}
