@@ -375,8 +375,9 @@ zero points too, which leaves x - zero point unchanged):
             to s8 once): weights format_tag::any, reordered once into its layout; output scale
             a_scale*b_scale/y_scale and the zero points of a, b, y as attributes; requantized by
             oneDNN in float32. Timed: execute alone (primitive, reorders, memory made once per
-            thread count). Where oneDNN refuses a nonzero weights zero point it runs 0 and is
-            marked not the same operation
+            thread count; one untimed execute before each sample wakes OpenMP's workers). Where
+            oneDNN refuses a nonzero weights zero point it runs 0 and is marked not the same
+            operation
   xnnpack_qu8  XNNPACK's xnn_create_fully_connected_nc_qu8: all zero points, so the same
             operation for every 8-bit type (b flipped to uint8 before packing, once; an int8 a
             flipped once per input copy and an int8 y flipped back, both outside the timed call)
