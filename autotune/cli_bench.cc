@@ -1,9 +1,10 @@
 // `mmtune bench`: the call users make (the runtime's typed entry points over the kernels linked
 // into this build) timed in this process against what computes the same thing: the same schedule
-// through the JIT, and OpenBLAS / oneDNN where they compute the identity. Every implementation is
-// run once and checked before it is timed; all of one shape are timed interleaved with the tuner's
-// protocol (autotune/tune_timing.h: inputs rotated through more than the last-level cache, samples
-// until the median is stable).
+// through the JIT, OpenBLAS / oneDNN where they compute the identity, and for the 8-bit
+// QLinearMatMul oneDNN's int8 matmul primitive and XNNPACK's quantized fully-connected operators
+// (autotune/bench_anchors.h). Every implementation is run once and checked before it is timed;
+// all of one shape are timed interleaved with the tuner's protocol (autotune/tune_timing.h: inputs
+// rotated through more than the last-level cache, samples until the median is stable).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "Halide.h"
+#include "autotune/bench_anchors.h"
 #include "autotune/blas.h"
 #include "autotune/cli.h"
 #include "autotune/halide_ops.h"
@@ -37,16 +39,34 @@ namespace {
 using tune::OpCall;
 
 // The implementations `--impl` names, in the order they are listed.
-const std::vector<std::string> kImpls = {"runtime", "prepacked", "prepared", "kernel",
-                                         "halide",  "openblas",  "onednn"};
+const std::vector<std::string> kImpls = {"runtime",     "prepacked",  "prepared", "kernel",
+                                         "halide",      "openblas",   "onednn",   "onednn_matmul",
+                                         "xnnpack_qu8", "xnnpack_qs8"};
+// Those of them that are other libraries, each computing only some identities.
+const std::vector<std::string> kLibraries = {"openblas", "onednn", "onednn_matmul", "xnnpack_qu8",
+                                             "xnnpack_qs8"};
+
+bool is_library(const std::string& name) {
+  return std::find(kLibraries.begin(), kLibraries.end(), name) != kLibraries.end();
+}
+
+// The libraries that compute `id`: the tuner's BLAS baselines and the 8-bit anchors.
+std::vector<std::string> libraries_of(const KernelIdentity& id) {
+  std::vector<std::string> r = tune::blas_baselines(id);
+  for (const std::string& a : int8_anchors(id)) r.push_back(a);
+  return r;
+}
 
 // One implementation set up on one shape's input copies.
 struct Impl {
   std::string name;
-  std::string kernel;  // what ran: the kernel's name, "reference", or the library's build
-  std::string note;    // what was checked, and how it differs from the operator where it does
-  int64_t wrong = 0;   // outputs that differ from the reference's (a library's, counted)
+  std::string kernel;    // what ran: the kernel's name, "reference", or the library's build
+  std::string note;      // what was checked, and how it differs from the operator where it does
+  std::string not_same;  // empty when it computes the bench's operation; else what it computes
+  int64_t wrong = 0;     // outputs that differ from the reference's (a library's, counted)
   std::function<void(std::size_t)> call;
+  std::function<void(int)> set_threads;  // state of its own for a thread count (or none)
+  std::function<void(bool)> around;      // untimed, before (true) and after each of its samples
 };
 
 // The runtime's typed entry point for `c` (arguments parsed once, outside the timed calls).
@@ -225,8 +245,8 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       for (const OpCall& c : copies) calls.push_back(prepacked_runtime_call(c));
       if (!calls[0]) {
         if (halide_if_kernel) continue;
-        invalid("bench", "--impl prepacked: Gemm, QGemm and QLinearMatMul with a 2-D b only (", spec,
-                ")");
+        invalid("bench", "--impl prepacked: Gemm, QGemm and QLinearMatMul with a 2-D b only (",
+                spec, ")");
       }
       DispatchInfo info;
       check_exact(name, want, calls[0](&info));
@@ -274,12 +294,22 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       impl.call = [&copies, v](std::size_t ci) {
         run_halide(copies[ci].op, copies[ci].inputs, copies[ci].attrs, v);
       };
-    } else {
+    } else if (name == "openblas" || name == "onednn") {
       tune::BlasCall b = tune::prepare_blas_call(name, id, copies, s.m, s.n, s.k);
       impl.kernel = name == "openblas" ? blas::openblas_info() : blas::onednn_info();
       impl.note = b.note;
       impl.wrong = b.wrong;
+      if (id.op == "QLinearMatMul") impl.not_same = "the int32 sums alone, no requantization";
       impl.call = std::move(b.call);
+    } else {
+      Int8Anchor a = prepare_int8_anchor(name, copies, want);
+      impl.kernel = a.kernel;
+      impl.note = a.note;
+      impl.not_same = a.not_same;
+      impl.wrong = a.wrong;
+      impl.call = std::move(a.call);
+      impl.set_threads = std::move(a.set_threads);
+      impl.around = std::move(a.around);
     }
     impls.push_back(std::move(impl));
   }
@@ -311,8 +341,9 @@ std::function<int()> add_bench_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
   sub->add_option("--impl", o->impls,
-                  "runtime, prepacked, prepared, kernel, halide, openblas, onednn, or all "
-                  "(default; a comma list or repeated)")
+                  "runtime, prepacked, prepared, kernel, halide, openblas, onednn, "
+                  "onednn_matmul, xnnpack_qu8, xnnpack_qs8, or all (default; a comma list or "
+                  "repeated)")
       ->delimiter(',');
   sub->add_option("--max-time", o->max_time,
                   "seconds of samples per implementation and shape at most (default 2)")
@@ -320,7 +351,7 @@ std::function<int()> add_bench_command(CLI::App& app) {
   sub->add_option("--seed", o->seed, "seed of the input data");
   sub->add_flag("--json", o->json,
                 "a JSON array of objects (impl, op, shape, threads, rate in operations per second, "
-                "seconds per call, kernel, note, wrong)");
+                "seconds per call, kernel, note, wrong, same_operation)");
   sub->footer(R"(
 Times the call users make: the runtime's typed entry point (mmtune::runtime::gemm, ...), which
 validates, dispatches to the ahead-of-time kernel linked into this build for the identity and
@@ -335,17 +366,42 @@ shape (or the reference where none may run) and allocates the output, in this pr
   halide    the same schedule compiled by Halide's JIT (the host path of `mmtune run --impl halide`)
   openblas  cblas_sgemm (float32 Gemm without transposes)
   onednn    dnnl_sgemm (float32 Gemm), dnnl_gemm_u8s8s32 (u8.s8->u8 QLinearMatMul: the int32
-            sums alone, without the requantization; checked exactly and its wrong sums counted:
-            without VNNI it saturates pair sums)
+            sums alone, without the requantization, so not the same operation; checked exactly
+            and its wrong sums counted: without VNNI it saturates pair sums)
+The 8-bit anchors (QLinearMatMul of int8/uint8 a, b, y; per-tensor scales and zero points; the
+libraries' prepacked int8 paths; any 8-bit type reaches the other by flipping each byte's top bit,
+zero points too, which leaves x - zero point unchanged):
+  onednn_matmul  oneDNN's matmul primitive, a u8/s8 x weights s8 -> y u8/s8 (a uint8 b flipped
+            to s8 once): weights format_tag::any, reordered once into its layout; output scale
+            a_scale*b_scale/y_scale and the zero points of a, b, y as attributes; requantized by
+            oneDNN in float32. Timed: execute alone (primitive, reorders, memory made once per
+            thread count; one untimed execute before each sample wakes OpenMP's workers). Where
+            oneDNN refuses a nonzero weights zero point it runs 0 and is marked not the same
+            operation
+  xnnpack_qu8  XNNPACK's xnn_create_fully_connected_nc_qu8: all zero points, so the same
+            operation for every 8-bit type (b flipped to uint8 before packing, once; an int8 a
+            flipped once per input copy and an int8 y flipped back, both outside the timed call)
+  xnnpack_qs8  xnn_create_fully_connected_nc_qs8, the same way in int8; its weights are
+            symmetric (zero point 0 in int8), so where the bench's b zero point is another it is
+            not the same operation: compared with the reference run with that zero point instead
+  For both XNNPACK operators b is transposed to (N,K) and packed when the operator is made (one per
+  input copy); timed: xnn_run_operator alone (set up once per copy and thread count on a
+  pthreadpool of --threads threads), the pool's workers woken before and sent to sleep after each
+  sample, untimed (they spin-wait between calls and would take a core from the next sample).
+  Each anchor's output on the first copy is compared with the reference's and the outputs that
+  differ are counted (`wrong`; the libraries requantize with their own rounding: a count, not an
+  error).
 `all` is every one of them that computes the identity. The runtime's, the kernel's and the JIT's
 results are checked bit for bit against the reference before timing (a difference is an internal
-error).
+error). A row that is not the same operation says so (`same_operation` false in --json).
 Rates are operations per second (2 M N K per call, medians); the ratio column is the runtime's
 rate over each implementation's.
 
 Examples:
   mmtune bench --op Gemm:float32:contract=fma --shapes benchmarks/shapes/squares.txt --threads 1,2
   mmtune bench --op QLinearMatMul:uint8,int8,uint8 --shape 1,4096,4096 --impl runtime,onednn --json
+  mmtune bench --op QLinearMatMul:uint8,int8,uint8 --shape 128,4096,4096 --threads 1,2
+               --impl prepared,onednn_matmul,xnnpack_qu8,xnnpack_qs8
 )");
   return [o] {
     std::vector<NamedShape> shapes;
@@ -355,7 +411,8 @@ Examples:
     for (const std::string& i : o->impls) {
       if (i != "all" && std::find(kImpls.begin(), kImpls.end(), i) == kImpls.end()) {
         invalid("bench", "--impl '", i,
-                "' is not runtime, prepacked, prepared, kernel, halide, openblas, onednn or all");
+                "' is not runtime, prepacked, prepared, kernel, halide, openblas, onednn, "
+                "onednn_matmul, xnnpack_qu8, xnnpack_qs8 or all");
       }
     }
     const bool all = std::find(o->impls.begin(), o->impls.end(), "all") != o->impls.end();
@@ -363,13 +420,13 @@ Examples:
     for (const std::string& spec : o->ops) ids.emplace_back(spec, tune::parse_identity_spec(spec));
     // Every name valid for every identity before anything is timed.
     for (const auto& [spec, id] : ids) {
-      const std::vector<std::string> blas = tune::blas_baselines(id);
+      const std::vector<std::string> libs = libraries_of(id);
       for (const std::string& i : o->impls) {
-        if ((i == "openblas" || i == "onednn") &&
-            std::find(blas.begin(), blas.end(), i) == blas.end()) {
+        if (is_library(i) && std::find(libs.begin(), libs.end(), i) == libs.end()) {
           invalid("bench", "--impl ", i, ": ", i, " does not compute ", spec,
-                  " (OpenBLAS: float32 Gemm without transposes; oneDNN: that and u8.s8->u8 "
-                  "QLinearMatMul)");
+                  " (openblas: float32 Gemm without transposes; onednn: that and u8.s8->u8 "
+                  "QLinearMatMul; onednn_matmul, xnnpack_qu8, xnnpack_qs8: QLinearMatMul of "
+                  "int8/uint8 types)");
         }
       }
     }
@@ -378,18 +435,18 @@ Examples:
     nlohmann::json rows = nlohmann::json::array();
     if (!o->json) {
       std::cout << std::left << std::setw(34) << "op" << std::setw(18) << "shape" << std::setw(8)
-                << "threads" << std::setw(10) << "impl" << std::right << std::setw(12) << "G/s"
+                << "threads" << std::setw(15) << "impl" << std::right << std::setw(12) << "G/s"
                 << std::setw(12) << "runtime/x" << std::setw(12) << "us/call"
                 << "  kernel\n";
     }
     for (const auto& [spec, id] : ids) {
       std::vector<std::string> names;
-      const std::vector<std::string> blas = tune::blas_baselines(id);
+      const std::vector<std::string> libs = libraries_of(id);
       for (const std::string& i : kImpls) {
         const bool asked = std::find(o->impls.begin(), o->impls.end(), i) != o->impls.end() || all;
         // Libraries that do not compute the identity were refused above unless `all` asked.
-        const bool computes = (i != "openblas" && i != "onednn") ||
-                              std::find(blas.begin(), blas.end(), i) != blas.end();
+        const bool computes =
+            !is_library(i) || std::find(libs.begin(), libs.end(), i) != libs.end();
         if (asked && computes) names.push_back(i);
       }
       for (const NamedShape& s : shapes) {
@@ -403,10 +460,16 @@ Examples:
           // The JIT's runtime exists once a kernel has been compiled (the halide check did).
           if (jit) Halide::Internal::JITSharedRuntime::set_num_threads(t);
           blas::set_threads(t);
+          for (const Impl& impl : impls) {
+            if (impl.set_threads) impl.set_threads(t);
+          }
           measure.threads = t;
           const std::vector<std::vector<double>> samples = tune::time_interleaved(
               impls.size(), copies.size(),
-              [&](std::size_t i, std::size_t ci) { impls[i].call(ci); }, measure);
+              [&](std::size_t i, std::size_t ci) { impls[i].call(ci); }, measure,
+              [&](std::size_t i, bool before) {
+                if (impls[i].around) impls[i].around(before);
+              });
           std::vector<double> rates;
           for (const auto& v : samples) {
             const double med = tune::median_of(v);
@@ -423,20 +486,24 @@ Examples:
                               {"seconds", rates[i] > 0 ? s.flops() / rates[i] : 0.0},
                               {"kernel", impl.kernel},
                               {"note", impl.note},
-                              {"wrong", impl.wrong}});
+                              {"wrong", impl.wrong},
+                              {"same_operation", impl.not_same.empty()}});
               continue;
             }
             std::ostringstream ratio;
             if (impls[0].name == "runtime" && rates[i] > 0)
               ratio << std::fixed << std::setprecision(2) << rates[0] / rates[i] << "x";
             std::cout << std::left << std::setw(34) << spec << std::setw(18) << shape_text(s)
-                      << std::setw(8) << t << std::setw(10) << impl.name << std::right
+                      << std::setw(8) << t << std::setw(15) << impl.name << std::right
                       << std::setw(12) << std::fixed << std::setprecision(2) << rates[i] / 1e9
                       << std::setw(12) << ratio.str() << std::setw(12) << std::setprecision(3)
                       << (rates[i] > 0 ? s.flops() / rates[i] * 1e6 : 0.0) << "  " << impl.kernel
                       << (impl.wrong > 0 ? " (" + std::to_string(impl.wrong) +
                                                " outputs differ from the reference's)"
                                          : "")
+                      << (impl.not_same.empty()
+                              ? ""
+                              : " [not the same operation: " + impl.not_same + "]")
                       << "\n";
           }
         }

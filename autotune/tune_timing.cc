@@ -69,14 +69,17 @@ std::vector<OpCall> timing_calls(const KernelIdentity& id, int64_t m, int64_t n,
 
 std::vector<std::vector<double>> time_interleaved(
     std::size_t count, std::size_t copies,
-    const std::function<void(std::size_t, std::size_t)>& call, const MeasureOptions& o) {
+    const std::function<void(std::size_t, std::size_t)>& call, const MeasureOptions& o,
+    const std::function<void(std::size_t, bool)>& around) {
   std::vector<std::vector<double>> samples(count);
   std::vector<std::size_t> next(count, 0);
   copies = std::max<std::size_t>(copies, 1);
   // Warm-up: each implementation for a few calls and at least 20 ms.
   for (std::size_t i = 0; i < count; ++i) {
+    if (around) around(i, true);
     const auto t0 = Clock::now();
     for (int c = 0; c < 3 || seconds_since(t0) < 0.02; ++c) call(i, next[i]++ % copies);
+    if (around) around(i, false);
   }
   const auto start = Clock::now();
   for (;;) {
@@ -85,6 +88,7 @@ std::vector<std::vector<double>> time_interleaved(
       auto& s = samples[i];
       if (stable(s, o) || static_cast<int>(s.size()) >= o.max_samples) continue;
       done = false;
+      if (around) around(i, true);
       int calls = 0;
       const auto t0 = Clock::now();
       do {
@@ -92,6 +96,7 @@ std::vector<std::vector<double>> time_interleaved(
         ++calls;
       } while (seconds_since(t0) < o.min_sample_s);
       s.push_back(seconds_since(t0) / calls);
+      if (around) around(i, false);
     }
     if (done) break;
     const double budget = o.max_time_s * static_cast<double>(count);

@@ -39,9 +39,14 @@ std::vector<OpCall> timing_calls(const KernelIdentity& id, int64_t m, int64_t n,
 // min_sample_s, until every median is stable (interquartile range under `spread` of it) or has
 // max_samples, or max_time_s per implementation has passed with 3 samples each. Returns the
 // samples (seconds per call) of each implementation.
+// `around(i, true)` and `around(i, false)`, where given, run untimed before and after the warm-up
+// and each sample of implementation i: a thread pool whose workers spin-wait between calls wakes
+// them before (so a sample does not start with the scheduler's latency) and sends them to sleep
+// after (so they do not spin through the next implementation's sample).
 std::vector<std::vector<double>> time_interleaved(
     std::size_t count, std::size_t copies,
-    const std::function<void(std::size_t, std::size_t)>& call, const MeasureOptions& o);
+    const std::function<void(std::size_t, std::size_t)>& call, const MeasureOptions& o,
+    const std::function<void(std::size_t, bool)>& around = {});
 
 double median_of(std::vector<double> v);
 

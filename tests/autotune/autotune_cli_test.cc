@@ -680,5 +680,68 @@ TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
   EXPECT_TRUE(bad_impl.out.empty()) << bad_impl.out;
 }
 
+// The 8-bit anchors: oneDNN's int8 matmul primitive and XNNPACK's qu8 and qs8 fully-connected
+// operators are in `all` for every int8/uint8 QLinearMatMul, at every thread count; each output
+// is compared with the reference's and the differing ones counted; rows that compute another
+// operation (qs8's symmetric weights, oneDNN's int32 sums) say so. Not for other identities.
+TEST_F(Autotune, BenchTimesTheInt8AnchorsWithTheirMismatches) {
+  for (const std::string spec : {"QLinearMatMul:uint8,int8,uint8", "QLinearMatMul:int8,int8,int8",
+                                 "QLinearMatMul:uint8,uint8,uint8"}) {
+    const CliResult r = run("bench --op " + spec +
+                            " --shape 5,24,40 --impl all --threads 1,2 --max-time 0.02 --json");
+    ASSERT_EQ(r.exit_code, 0) << spec << ": " << r.err;
+    std::map<std::pair<std::string, int>, nlohmann::json> rows;
+    for (const nlohmann::json& row : nlohmann::json::parse(r.out)) {
+      EXPECT_EQ(row.at("op"), spec);
+      EXPECT_EQ(row.at("shape"), nlohmann::json({5, 24, 40}));
+      EXPECT_GT(row.at("rate").get<double>(), 0) << row.dump();
+      rows[{row.at("impl").get<std::string>(), row.at("threads").get<int>()}] = row;
+    }
+    auto has = [&](const std::string& impl, int t) { return rows.count({impl, t}) == 1; };
+    auto row_of = [&](const std::string& impl, int t) -> const nlohmann::json& {
+      return rows.at({impl, t});
+    };
+    for (int t : {1, 2}) {
+      for (const std::string impl : {"onednn_matmul", "xnnpack_qu8", "xnnpack_qs8"}) {
+        ASSERT_TRUE(has(impl, t)) << spec << " " << impl << " " << t << ": " << r.out;
+        const nlohmann::json& row = row_of(impl, t);
+        const std::string note = row.at("note").get<std::string>();
+        EXPECT_GE(row.at("wrong").get<int64_t>(), 0) << row.dump();
+        EXPECT_NE(note.find(" of 120 outputs differ from the reference's"), std::string::npos)
+            << row.dump();
+        // Not the same operation exactly where the note says which zero point it ran instead.
+        EXPECT_EQ(!row.at("same_operation").get<bool>(),
+                  note.find("not the same operation: b_zero_point") != std::string::npos)
+            << row.dump();
+      }
+      // qu8 takes every zero point (the other types' bytes flipped): the same operation.
+      EXPECT_TRUE(row_of("xnnpack_qu8", t).at("same_operation").get<bool>());
+      EXPECT_NE(row_of("xnnpack_qs8", t).at("kernel").get<std::string>().find("XNNPACK"),
+                std::string::npos);
+    }
+    if (spec == "QLinearMatMul:uint8,int8,uint8") {
+      ASSERT_TRUE(has("onednn", 1)) << r.out;
+      EXPECT_FALSE(row_of("onednn", 1).at("same_operation").get<bool>());  // int32 sums alone
+    }
+  }
+  // A uint8 b has zero point 128 in qs8's int8 (never the bench's data here): marked in the text.
+  const CliResult text =
+      run("bench --op QLinearMatMul:uint8,uint8,uint8 --shape 5,24,40 --impl xnnpack_qs8 "
+          "--max-time 0.02");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("xnnpack_qs8"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("[not the same operation: b_zero_point 128"), std::string::npos)
+      << text.out;
+  const CliResult not_int8 =
+      run("bench --op Gemm:float32 --shape 4,4,4 --impl onednn_matmul --max-time 0.02");
+  EXPECT_EQ(not_int8.exit_code, 1);
+  EXPECT_NE(not_int8.err.find("onednn_matmul does not compute Gemm:float32"), std::string::npos)
+      << not_int8.err;
+  const CliResult float8 =
+      run("bench --op QLinearMatMul:float8e4m3fn --shape 4,4,4 --impl xnnpack_qu8 --max-time 0.02");
+  EXPECT_EQ(float8.exit_code, 1);
+  EXPECT_NE(float8.err.find("xnnpack_qu8 does not compute"), std::string::npos) << float8.err;
+}
+
 }  // namespace
 }  // namespace mmtune::testing
