@@ -54,6 +54,12 @@ bool has_prepacked_kernel(const KernelIdentity& id) {
   return id.op == "QLinearMatMul" || id.op == "QGemm";
 }
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
 struct Kernel {
   std::string spec;
   KernelIdentity id;
@@ -67,6 +73,7 @@ struct Outcome {
   bool prepacked = false;
   GateSummary gate;
   std::string error;
+  std::map<std::string, int> instructions;
 };
 
 }  // namespace
@@ -244,6 +251,13 @@ Examples:
       if (!out.gate.first_mismatch.is_null())
         std::cout << "; first: " << out.gate.first_mismatch.dump();
       if (!out.error.empty()) std::cout << "; " << out.error;
+      auto ins = build.instructions.find(k.key.to_string());
+      if (ins != build.instructions.end()) {
+        out.instructions = ins->second;
+        std::string uses;
+        for (const auto& [n, c] : ins->second) uses += (uses.empty() ? "" : ", ") + n + " " + std::to_string(c);
+        std::cout << "; uses " << (uses.empty() ? "none of " + join_names(platform.instructions) : uses);
+      }
       std::cout << "\n";
       outcomes.push_back(std::move(out));
     }
@@ -261,7 +275,8 @@ Examples:
                                 {"outputs", out.gate.outputs},
                                 {"mismatches", out.gate.mismatches},
                                 {"first_mismatch", out.gate.first_mismatch},
-                                {"error", out.error}});
+                                {"error", out.error},
+                                {"instructions", out.instructions}});
       }
       j["unsupported"] = nlohmann::json::array();
       for (const auto& [spec, why] : unsupported) j["unsupported"].push_back({{"identity", spec}, {"why", why}});

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +94,24 @@ void require_built(const std::map<std::size_t, std::string>& failed) {
 
 std::string c_string(const std::string& s) { return "\"" + s + "\""; }
 
+// How often each of `names` appears as a word in a disassembly listing (those that appear).
+std::map<std::string, int> count_instructions(const std::string& listing,
+                                              const std::vector<std::string>& names) {
+  std::map<std::string, int> counts;
+  std::ifstream in(listing);
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::string line; std::getline(in, line);) {
+    for (const std::string& n : names) {
+      for (std::size_t at = line.find(n); at != std::string::npos; at = line.find(n, at + 1)) {
+        const bool starts = at == 0 || !word(line[at - 1]);
+        const bool ends = at + n.size() >= line.size() || !word(line[at + n.size()]);
+        if (starts && ends) ++counts[n];
+      }
+    }
+  }
+  return counts;
+}
+
 }  // namespace
 
 std::string runner_source_dir() {
@@ -115,6 +134,8 @@ Platform platform_of(const schedules::TargetInfo& t) {
     p.default_runner = "qemu-aarch64 -cpu max {exe} {args}";
     p.tools = {{"aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"},
                {"qemu-aarch64", "qemu-user"}};
+    p.disassemble = {"aarch64-linux-gnu-objdump", "-d"};
+    p.instructions = {"sdot", "udot", "fmla", "fmul", "mla", "smlal", "umlal", "smull", "umull"};
     return p;
   }
   if (t.family == "hexagon") {
@@ -133,6 +154,9 @@ Platform platform_of(const schedules::TargetInfo& t) {
                  "targets/hexagon/builtins.c"};
     p.default_runner = "qemu-hexagon {exe} {args}";
     p.tools = {{"clang", "clang"}, {"ld.lld", "lld"}, {"qemu-hexagon", "qemu-user"}};
+    p.disassemble = {"llvm-objdump", "-d", "--mcpu=" + level, "--mattr=+hvx-length128b,+hvxv" +
+                                                                  level.substr(8)};
+    p.instructions = {"vrmpy", "vdmpy", "vmpy", "vmpa", "sfmpy", "sffma"};
     return p;
   }
   if (t.family == "x86" && t.target.find("linux") != std::string::npos) {
@@ -142,6 +166,9 @@ Platform platform_of(const schedules::TargetInfo& t) {
     p.sources = {"targets/runner/io_posix.c"};
     p.default_runner = "{exe} {args}";
     p.tools = {{"cc", "build-essential"}};
+    p.disassemble = {"objdump", "-d"};
+    p.instructions = {"vpdpbusd", "vpdpwssd", "vpmaddwd", "vpmaddubsw", "pmaddwd", "pmaddubsw",
+                      "vfmadd231ps", "vfmadd231pd"};
     return p;
   }
   invalid("verify", "target ", t.target, " (", t.family,
@@ -223,6 +250,21 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
       fs::rename(objects / (name + ".want"), objects / (name + ".key"));
   }
   write_file(runtime_stamp, target);
+
+  // The instructions each kernel's object uses.
+  const std::string disassembler = p.disassemble.empty() ? "" : find_program(p.disassemble[0]);
+  if (!disassembler.empty()) {
+    for (const KernelKey& key : kernels) {
+      const std::string text = key.to_string();
+      if (build.failed.count(text) != 0) continue;
+      const std::string& name = build.functions.at(text);
+      std::vector<std::string> argv = p.disassemble;
+      argv[0] = disassembler;
+      argv.push_back((objects / (name + ".o")).string());
+      const std::string listing = (objects / (name + ".dis")).string();
+      if (run_logged(argv, listing) == 0) build.instructions[text] = count_instructions(listing, p.instructions);
+    }
+  }
 
   // The table of the kernels that built and the runner's own sources, compiled with the target's
   // compiler.

@@ -25,6 +25,11 @@ struct Platform {
   std::vector<std::string> kernel_features;  // appended to the kernels' target
   // Programs the build and the default runner need, each with the Debian package holding it.
   std::vector<std::pair<std::string, std::string>> tools;
+  // The disassembler of the target's objects (objdump... OBJECT) and the instructions whose use
+  // verify reports (the ones a kernel's speed on the target rests on: dot products, fused
+  // multiply-adds).
+  std::vector<std::string> disassemble;
+  std::vector<std::string> instructions;
 };
 
 // The platform of `t`'s family; InvalidArgument naming the target when mmtune builds no runner for
@@ -41,6 +46,9 @@ struct RunnerBuild {
   int reused = 0;                                // kernels whose object an earlier build left
   // Kernels that did not build (left out of the runner): key -> the failure and its log's end.
   std::map<std::string, std::string> failed;
+  // Per built kernel (key), how often each of the platform's `instructions` appears in its object
+  // (those that appear); empty when the disassembler is not installed.
+  std::map<std::string, std::map<std::string, int>> instructions;
 };
 
 // Compiles each of `kernels` for `target` (a child process `mmtune __gengen` each, `jobs` at once:

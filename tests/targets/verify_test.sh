@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# mmtune verify on one target: every kernel of the default identities (or those given after the
-# target) built for it and run there through its default runner; passes when every kernel ran
-# cases on the target and matched the reference, and when a planted fault (every kernel's last
-# output left unwritten) is counted as mismatches with exit status 4.
-#   verify_test.sh MMTUNE WORK TARGET [--op SPEC]...
+# mmtune verify on one target: every kernel of the default identities built for it and run there
+# through its default runner; passes when every kernel ran cases on the target and matched the
+# reference, when the kernels whose names start with PREFIX use instruction INSTR (each
+# PREFIX:INSTR given), and when a planted fault (every kernel's last output left unwritten) is
+# counted as mismatches with exit status 4.
+#   verify_test.sh MMTUNE WORK TARGET [PREFIX:INSTR]...
 set -euo pipefail
 mmtune="$1" work="$2" target="$3"
 shift 3
+expect="$*"
 mkdir -p "$work"
-"$mmtune" verify --target "$target" --work "$work/build" --json "$work/verify.json" "$@" | tee "$work/verify.log"
-python3 - "$work/verify.json" <<'PY'
+"$mmtune" verify --target "$target" --work "$work/build" --json "$work/verify.json" | tee "$work/verify.log"
+python3 - "$work/verify.json" $expect <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
+for e in sys.argv[2:]:
+    prefix, instr = e.split(":")
+    named = [k for k in r["kernels"] if k["name"].startswith(prefix)]
+    assert named, f"no kernel named {prefix}..."
+    for k in named:
+        assert k["instructions"].get(instr, 0) > 0, f"{k['name']} does not use {instr}: {k['instructions']}"
+    print(f"verify_test: {len(named)} kernels {prefix}... use {instr}")
 ks = r["kernels"]
 assert ks, "no kernels"
 for k in ks:
