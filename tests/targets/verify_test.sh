@@ -9,8 +9,11 @@ set -euo pipefail
 mmtune="$1" work="$2" target="$3"
 shift 3
 expect="$*"
+# MMTUNE_LONG=1: random schedules of the template too, every data kind on every gate shape.
+long=()
+if [ "${MMTUNE_LONG:-0}" = 1 ]; then long=(--schedules 5 --full --seed "${MMTUNE_SEED:-1}"); fi
 mkdir -p "$work"
-"$mmtune" verify --target "$target" --work "$work/build" --json "$work/verify.json" | tee "$work/verify.log"
+"$mmtune" verify --target "$target" --work "$work/build" --json "$work/verify.json" "${long[@]}" | tee "$work/verify.log"
 python3 - "$work/verify.json" $expect <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
