@@ -4,7 +4,6 @@
 #include <string>
 
 #include "Halide.h"
-
 #include "autotune/cli.h"
 #include "reference/error.h"
 

@@ -68,7 +68,7 @@ struct Kernel {
   std::string name;
 };
 
-struct Outcome {
+struct Outcome {  // NOLINT(bugprone-exception-escape): one per kernel, outside noexcept code
   std::string name, spec;
   bool prepacked = false;
   GateSummary gate;
@@ -99,8 +99,9 @@ std::function<int()> add_verify_command(CLI::App& app) {
   sub->add_option("--target", o->target,
                   "Halide target of the kernels, e.g. arm-64-linux-arm_dot_prod")
       ->required();
-  sub->add_option("--op", o->ops, "kernel identity SPEC (repeatable; default: one or more of "
-                                  "every operator family)");
+  sub->add_option("--op", o->ops,
+                  "kernel identity SPEC (repeatable; default: one or more of "
+                  "every operator family)");
   sub->add_option("--runner", o->runner,
                   "command template that runs the runner program on the target: {exe} its path, "
                   "{args} its arguments (default: qemu for ARM64, the program itself for x86-64)");
@@ -121,7 +122,9 @@ std::function<int()> add_verify_command(CLI::App& app) {
   sub->add_option("--json", o->json, "also write the counts per kernel to this JSON file");
   // Tests only: drop_tail leaves every kernel's last output element unwritten (the gate must count
   // it).
-  sub->add_option("--inject-fault", o->inject_fault)->group("")->check(CLI::IsMember({"drop_tail"}));
+  sub->add_option("--inject-fault", o->inject_fault)
+      ->group("")
+      ->check(CLI::IsMember({"drop_tail"}));
   sub->footer(R"(
 Builds every kernel of the identities (--op; by default one or more of every operator family) for
 the target with its toolchain (each kernel compiled in a child process; the runner linked with
@@ -167,7 +170,8 @@ Examples:
       std::vector<std::optional<schedules::Schedule>> draws{std::nullopt};
       try {
         const std::string name = schedules::default_template(info);
-        for (int i = 0; i < o->schedules; ++i) draws.emplace_back(schedules::sample(name, info, acc, rng));
+        for (int i = 0; i < o->schedules; ++i)
+          draws.emplace_back(schedules::sample(name, info, acc, rng));
       } catch (const InvalidArgument& e) {
         unsupported.emplace_back(spec, e.what());
         continue;
@@ -255,8 +259,10 @@ Examples:
       if (ins != build.instructions.end()) {
         out.instructions = ins->second;
         std::string uses;
-        for (const auto& [n, c] : ins->second) uses += (uses.empty() ? "" : ", ") + n + " " + std::to_string(c);
-        std::cout << "; uses " << (uses.empty() ? "none of " + join_names(platform.instructions) : uses);
+        for (const auto& [n, c] : ins->second)
+          uses += (uses.empty() ? "" : ", ") + n + " " + std::to_string(c);
+        std::cout << "; uses "
+                  << (uses.empty() ? "none of " + join_names(platform.instructions) : uses);
       }
       std::cout << "\n";
       outcomes.push_back(std::move(out));
@@ -264,9 +270,11 @@ Examples:
     std::cout << "verify: " << target << ": " << kernels.size() << " kernels, " << cases
               << " cases, " << outputs << " outputs compared, " << mismatches << " mismatches, "
               << failures << " kernels failed, " << unsupported.size()
-              << " identities not supported (" << remote->calls() << " kernel calls on the target)\n";
+              << " identities not supported (" << remote->calls()
+              << " kernel calls on the target)\n";
     if (!o->json.empty()) {
-      nlohmann::json j = {{"target", target}, {"runner", runner}, {"kernels", nlohmann::json::array()}};
+      nlohmann::json j = {
+          {"target", target}, {"runner", runner}, {"kernels", nlohmann::json::array()}};
       for (const Outcome& out : outcomes) {
         j["kernels"].push_back({{"name", out.name},
                                 {"identity", out.spec},
@@ -279,7 +287,8 @@ Examples:
                                 {"instructions", out.instructions}});
       }
       j["unsupported"] = nlohmann::json::array();
-      for (const auto& [spec, why] : unsupported) j["unsupported"].push_back({{"identity", spec}, {"why", why}});
+      for (const auto& [spec, why] : unsupported)
+        j["unsupported"].push_back({{"identity", spec}, {"why", why}});
       std::ofstream(o->json) << j.dump(2) << "\n";
     }
     return mismatches == 0 && failures == 0 ? kExitOk : kExitMismatch;

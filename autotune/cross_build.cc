@@ -39,7 +39,7 @@ std::string find_program(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::stringstream ss(path != nullptr ? path : "/usr/bin:/bin");
   for (std::string dir; std::getline(ss, dir, ':');) {
-    const std::string file = (dir.empty() ? "." : dir) + "/" + name;
+    std::string file = (dir.empty() ? "." : dir) + "/" + name;
     if (::access(file.c_str(), X_OK) == 0) return file;
   }
   return "";
@@ -52,8 +52,9 @@ struct Step {
   std::string log;
   std::string what;
 };
-std::map<std::size_t, std::string> run_steps(const std::vector<Step>& steps, int jobs,
-                                             const std::function<void(const std::string&)>& progress) {
+std::map<std::size_t, std::string> run_steps(
+    const std::vector<Step>& steps, int jobs,
+    const std::function<void(const std::string&)>& progress) {
   std::map<pid_t, std::size_t> running;
   std::map<std::size_t, std::string> failed;
   std::size_t next = 0;
@@ -132,8 +133,7 @@ Platform platform_of(const schedules::TargetInfo& t) {
     p.link_libs = {"-lpthread", "-lm", "-ldl"};
     p.sources = {"targets/runner/io_posix.c"};
     p.default_runner = "qemu-aarch64 -cpu max {exe} {args}";
-    p.tools = {{"aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"},
-               {"qemu-aarch64", "qemu-user"}};
+    p.tools = {{"aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"}, {"qemu-aarch64", "qemu-user"}};
     p.disassemble = {"aarch64-linux-gnu-objdump", "-d"};
     p.instructions = {"sdot", "udot", "fmla", "fmul", "mla", "smlal", "umlal", "smull", "umull"};
     return p;
@@ -143,19 +143,27 @@ Platform platform_of(const schedules::TargetInfo& t) {
     // model (v67) runs objects of every level.
     std::string level = "hexagonv62";
     for (const char* v : {"v65", "v66", "v68", "v69", "v73"}) {
-      if (t.target.find(std::string("hvx_") + v) != std::string::npos) level = std::string("hexagon") + v;
+      if (t.target.find(std::string("hvx_") + v) != std::string::npos)
+        level = std::string("hexagon") + v;
     }
     const std::string src = runner_source_dir();
-    p.cc = {"clang", "--target=hexagon-unknown-none-elf", "-mcpu=" + level, "-O2",
-            "-ffreestanding", "-G0", "-ffp-contract=off", "-ffunction-sections",
-            "-I" + src + "/targets/hexagon", "-I" + src + "/targets/hexagon/include"};
+    p.cc = {"clang",
+            "--target=hexagon-unknown-none-elf",
+            "-mcpu=" + level,
+            "-O2",
+            "-ffreestanding",
+            "-G0",
+            "-ffp-contract=off",
+            "-ffunction-sections",
+            "-I" + src + "/targets/hexagon",
+            "-I" + src + "/targets/hexagon/include"};
     p.link = {"ld.lld", "-static", "--gc-sections", "-e", "_start"};
     p.sources = {"targets/hexagon/start.S", "targets/hexagon/platform.c",
                  "targets/hexagon/builtins.c"};
     p.default_runner = "qemu-hexagon {exe} {args}";
     p.tools = {{"clang", "clang"}, {"ld.lld", "lld"}, {"qemu-hexagon", "qemu-user"}};
-    p.disassemble = {"llvm-objdump", "-d", "--mcpu=" + level, "--mattr=+hvx-length128b,+hvxv" +
-                                                                  level.substr(8)};
+    p.disassemble = {"llvm-objdump", "-d", "--mcpu=" + level,
+                     "--mattr=+hvx-length128b,+hvxv" + level.substr(8)};
     p.instructions = {"vrmpy", "vdmpy", "vmpy", "vmpa", "sfmpy", "sffma"};
     return p;
   }
@@ -167,8 +175,8 @@ Platform platform_of(const schedules::TargetInfo& t) {
     p.default_runner = "{exe} {args}";
     p.tools = {{"cc", "build-essential"}};
     p.disassemble = {"objdump", "-d"};
-    p.instructions = {"vpdpbusd", "vpdpwssd", "vpmaddwd", "vpmaddubsw", "pmaddwd", "pmaddubsw",
-                      "vfmadd231ps", "vfmadd231pd"};
+    p.instructions = {"vpdpbusd", "vpdpwssd",  "vpmaddwd",    "vpmaddubsw",
+                      "pmaddwd",  "pmaddubsw", "vfmadd231ps", "vfmadd231pd"};
     return p;
   }
   invalid("verify", "target ", t.target, " (", t.family,
@@ -181,7 +189,8 @@ std::optional<std::string> missing_tool(const Platform& p, bool for_default_runn
     const bool runner_only = p.default_runner.rfind(tool + " ", 0) == 0;
     if (runner_only && !for_default_runner) continue;
     if (find_program(tool).empty()) {
-      return tool + " is not on PATH (Debian package " + package + "; scripts/bootstrap installs it)";
+      return tool + " is not on PATH (Debian package " + package +
+             "; scripts/bootstrap installs it)";
     }
   }
   return std::nullopt;
@@ -218,9 +227,17 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
       continue;
     }
     fs::remove(stamp);
-    std::vector<std::string> argv = {exe,    "__gengen", "-g",     key.identity.generator,
-                                     "-f",   name,       "-o",     objects.string(),
-                                     "-e",   "object",   "target=" + kernel_target};
+    std::vector<std::string> argv = {exe,
+                                     "__gengen",
+                                     "-g",
+                                     key.identity.generator,
+                                     "-f",
+                                     name,
+                                     "-o",
+                                     objects.string(),
+                                     "-e",
+                                     "object",
+                                     "target=" + kernel_target};
     for (const auto& [k, v] : key.generator_params()) argv.push_back(k + "=" + v);
     steps.push_back({argv, (objects / (name + ".log")).string(), "kernel " + name});
     step_kernel.push_back(text);
@@ -262,7 +279,8 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
       argv[0] = disassembler;
       argv.push_back((objects / (name + ".o")).string());
       const std::string listing = (objects / (name + ".dis")).string();
-      if (run_logged(argv, listing) == 0) build.instructions[text] = count_instructions(listing, p.instructions);
+      if (run_logged(argv, listing) == 0)
+        build.instructions[text] = count_instructions(listing, p.instructions);
     }
   }
 
@@ -299,8 +317,8 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
   for (const std::string& s : sources) {
     const std::string obj = (dir / (fs::path(s).stem().string() + ".o")).string();
     std::vector<std::string> argv = p.cc;
-    argv.insert(argv.end(), {"-I" + src + "/targets/runner", "-I" MMTUNE_HALIDE_INCLUDE_DIR, "-c",
-                             s, "-o", obj});
+    const std::string halide_include = std::string("-I") + MMTUNE_HALIDE_INCLUDE_DIR;
+    argv.insert(argv.end(), {"-I" + src + "/targets/runner", halide_include, "-c", s, "-o", obj});
     argv[0] = find_program(argv[0]);
     compiles.push_back({argv, obj + ".log", fs::path(s).filename().string()});
     link.push_back(obj);

@@ -16,12 +16,12 @@ namespace mmtune::verify {
 
 // How a target family's runner is built and started.
 struct Platform {
-  std::string family;                     // "arm", "hexagon", "x86", "cuda"
-  std::vector<std::string> cc;            // compiles one C file: cc... -c SRC -o OBJ
-  std::vector<std::string> link;          // link... OBJECTS... -o EXE link_libs...
+  std::string family;             // "arm", "hexagon", "x86", "cuda"
+  std::vector<std::string> cc;    // compiles one C file: cc... -c SRC -o OBJ
+  std::vector<std::string> link;  // link... OBJECTS... -o EXE link_libs...
   std::vector<std::string> link_libs;
-  std::vector<std::string> sources;       // the runner's platform layer, under the source tree
-  std::string default_runner;             // the command template, {exe} {args}
+  std::vector<std::string> sources;          // the runner's platform layer, under the source tree
+  std::string default_runner;                // the command template, {exe} {args}
   std::vector<std::string> kernel_features;  // appended to the kernels' target
   // Programs the build and the default runner need, each with the Debian package holding it.
   std::vector<std::pair<std::string, std::string>> tools;

@@ -38,17 +38,17 @@ GateResult run_gated(const Tensor& expected, const std::function<Tensor(JitRun&)
 // `shape` (M, N, K).
 struct GateOptions {
   std::vector<int64_t> shape;
-  bool full = false;         // every data kind on every gate shape (the tuner's finalists)
-  bool bucket_only = false;  // only the bucket shape's cases
-  uint64_t seed = 1;         // the inputs' draw
+  bool full = false;          // every data kind on every gate shape (the tuner's finalists)
+  bool bucket_only = false;   // only the bucket shape's cases
+  uint64_t seed = 1;          // the inputs' draw
   bool stop_at_first = true;  // false: every case runs and every differing output is counted
   bool drop_tail = false;     // tests only: the last output element left unwritten
 };
 struct GateSummary {
-  int64_t kernel_cases = 0;     // cases a kernel computed
-  int64_t reference_cases = 0;  // cases the host gave to the reference (no kernel ran)
-  int64_t outputs = 0;          // output elements compared bit for bit
-  int64_t mismatches = 0;       // of those, differing ones (and cases with a violation)
+  int64_t kernel_cases = 0;       // cases a kernel computed
+  int64_t reference_cases = 0;    // cases the host gave to the reference (no kernel ran)
+  int64_t outputs = 0;            // output elements compared bit for bit
+  int64_t mismatches = 0;         // of those, differing ones (and cases with a violation)
   nlohmann::json first_mismatch;  // {case, shape, data, index, expected, actual | violation}
   bool passed() const { return mismatches == 0; }
 };

@@ -131,8 +131,7 @@ Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant&
   if (v.prepacked_b && args.b->rank() != 2)
     invalid("QLinearMatMul", "b is ", describe(*args.b), "; a prepacked b is 2-D (K, N)");
   PanelLayout layout;
-  LazyKernel kernel(prepacked_key(qlinear_matmul_identity(args), v, !plan.float8, &layout),
-                    v, run);
+  LazyKernel kernel(prepacked_key(qlinear_matmul_identity(args), v, !plan.float8, &layout), v, run);
   const MatMulShape& s = plan.shape;  // one 2-D product per batch entry
   require_halide_buffers("QLinearMatMul", {{"a (one batch entry)", {s.m, s.k}, args.a->dtype},
                                            {"b (one batch entry)", {s.k, s.n}, args.b->dtype},

@@ -50,7 +50,8 @@ schedules::Accumulator accumulator_of(const KernelIdentity& id) {
   if (id.op == "Gemm") {
     const DType t = *dtype_from_name(id.params.at("A.type"));
     const DType acc = gemm_accumulation_type(t);
-    return {static_cast<int>(dtype_size(acc) * 8), is_integer(t), static_cast<int>(dtype_size(t) * 8)};
+    return {static_cast<int>(dtype_size(acc) * 8), is_integer(t),
+            static_cast<int>(dtype_size(t) * 8)};
   }
   if (id.op == "QLinearMatMul" && id.params.count("a_format")) {
     return {64, false, 8};  // float8: a float64 sum of exact products, in K order

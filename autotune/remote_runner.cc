@@ -234,8 +234,8 @@ void RemoteRunner::call(const KernelKey& key, const std::vector<KernelArg>& args
   uint32_t entries = 0;
   read_all(&entries, 4);
   if (entries == 0 && rc != 0) {
-    throw InternalError("mmtune: the kernel runner refused the call of " + f->second + " (" +
-                        text + "): " + message);
+    throw InternalError("mmtune: the kernel runner refused the call of " + f->second + " (" + text +
+                        "): " + message);
   }
   std::string violation;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -260,8 +260,8 @@ void RemoteRunner::call(const KernelKey& key, const std::vector<KernelArg>& args
   }
   ++calls_;
   if (rc != 0) {
-    throw InternalError("mmtune: kernel " + f->second + " (" + text + ") failed on the target (code " +
-                        std::to_string(rc) + "): " + message);
+    throw InternalError("mmtune: kernel " + f->second + " (" + text +
+                        ") failed on the target (code " + std::to_string(rc) + "): " + message);
   }
   if (!violation.empty()) {
     throw InternalError("mmtune: kernel " + f->second + " (" + text + "): " + violation);

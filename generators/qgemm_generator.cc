@@ -28,8 +28,8 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
   Input<Buffer<int32_t, 1>> b_zero_point{"b_zero_point"};  // (N)
   // (N): sum over k of B(k, j) mod 2^32 when prepacked_b; otherwise not read.
   Input<Buffer<uint32_t, 1>> b_column_sums{"b_column_sums"};
-  Input<float> y_scale{"y_scale"};                         // read only when has_y_scale
-  Input<int32_t> y_zero_point{"y_zero_point"};             // read only for a quantized output
+  Input<float> y_scale{"y_scale"};              // read only when has_y_scale
+  Input<int32_t> y_zero_point{"y_zero_point"};  // read only for a quantized output
   Input<float> alpha{"alpha"};
   Output<Buffer<void, 2>> Y{"Y"};  // (N, M): float32, int8 or uint8
 

@@ -181,7 +181,8 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
   }
 
  private:
-  static constexpr schedules::Accumulator kAcc{32, true, 8};  // the exact int32 sum of int8 products
+  static constexpr schedules::Accumulator kAcc{32, true,
+                                               8};  // the exact int32 sum of int8 products
   Func xq_{"x_q"};
   Func rowmax_{"rowmax"};
   Func colsum_{"colsum"};

@@ -6,9 +6,9 @@
 // AArch64 has 32 128-bit vector registers: tiles of up to 8 rows x 3 vectors of accumulators fit
 // beside the B vectors and an A broadcast (ruy's and XNNPACK's 8x12-class float kernels). With
 // `arm_dot_prod` (sdot for int8 x int8, udot for uint8 x uint8), 8-bit products are summed in
-// groups of 4 along K into int32 lanes: k_group 4 is the default for 8-bit operands there. Halide 21
-// has no feature for the mixed-sign usdot (i8mm), so uint8 x int8 products get no dot instruction;
-// k_group stays 1 for them by default (the widening multiply-accumulate form).
+// groups of 4 along K into int32 lanes: k_group 4 is the default for 8-bit operands there. Halide
+// 21 has no feature for the mixed-sign usdot (i8mm), so uint8 x int8 products get no dot
+// instruction; k_group stays 1 for them by default (the widening multiply-accumulate form).
 #pragma once
 
 #include <optional>

@@ -1,6 +1,6 @@
-// The cpu_matmul schedule template's parameters (x86-64 CPUs; arm_matmul shares its rules): its knob table, declared
-// once below, and what the template derives from it (validation against a target, the data layout
-// it asks of the algorithm, its defaults and search space).
+// The cpu_matmul schedule template's parameters (x86-64 CPUs; arm_matmul shares its rules): its
+// knob table, declared once below, and what the template derives from it (validation against a
+// target, the data layout it asks of the algorithm, its defaults and search space).
 //
 // A register-tiled matmul: each task owns a strip of `n_block` output columns; within it, tiles of
 // `tile_rows` rows x `tile_vectors` vectors of `vector_width` lanes are accumulated in registers

@@ -48,7 +48,8 @@ HvxMatmulParams HvxMatmulParams::defaults(const TargetInfo& t, Accumulator acc) 
   // vrmpy sums groups of four 8-bit products; wider operands are summed one product at a time.
   if (acc.operand_bits != 8) p.k_group = 1;
   p.fit_draw(t, acc);
-  if (acc.exact && acc.bits <= 32) {  // the sums hvx_matmul schedules (validate says why not others)
+  if (acc.exact &&
+      acc.bits <= 32) {  // the sums hvx_matmul schedules (validate says why not others)
     if (p.validate(t, acc)) {
       p.tile_rows = 2;
       p.tile_vectors = 1;

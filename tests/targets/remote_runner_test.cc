@@ -1,6 +1,8 @@
 // The kernel runner's protocol (targets/runner/kernel_runner.c and autotune/remote_runner.cc) on
 // hand-written kernels (fake_kernels.c) built natively: results come back, a write past a buffer,
 // a kernel's error, a refused call and a runner that dies are each reported, naming the kernel.
+#include "autotune/remote_runner.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "autotune/process.h"
-#include "autotune/remote_runner.h"
 #include "reference/error.h"
 
 namespace mmtune {
@@ -25,15 +26,17 @@ std::string source_dir() {
 // The runner linked with the fake kernels, built once.
 const std::string& fake_runner() {
   static const std::string exe = [] {
-    const fs::path dir = fs::temp_directory_path() / ("mmtune_fake_runner_" + std::to_string(::getpid()));
+    const fs::path dir =
+        fs::temp_directory_path() / ("mmtune_fake_runner_" + std::to_string(::getpid()));
     fs::create_directories(dir);
     const std::string src = source_dir();
-    const std::string out = (dir / "runner").string();
-    const int rc = run_logged({"/usr/bin/cc", "-O1", "-std=gnu11", "-I" + src + "/targets/runner",
-                               "-I" MMTUNE_HALIDE_INCLUDE_DIR, src + "/targets/runner/kernel_runner.c",
-                               src + "/targets/runner/io_posix.c",
-                               src + "/tests/targets/fake_kernels.c", "-o", out},
-                              (dir / "build.log").string());
+    std::string out = (dir / "runner").string();
+    const std::string halide_include = std::string("-I") + MMTUNE_HALIDE_INCLUDE_DIR;
+    const int rc = run_logged(
+        {"/usr/bin/cc", "-O1", "-std=gnu11", "-I" + src + "/targets/runner", halide_include,
+         src + "/targets/runner/kernel_runner.c", src + "/targets/runner/io_posix.c",
+         src + "/tests/targets/fake_kernels.c", "-o", out},
+        (dir / "build.log").string());
     EXPECT_EQ(rc, 0) << log_tail((dir / "build.log").string(), 20);
     return out;
   }();
@@ -116,11 +119,12 @@ TEST(RemoteRunner, AKernelsErrorAndARefusedCallAreReported) {
   RemoteRunner r("{exe} {args}", fake_runner(), functions(), fake_runner() + ".stderr");
   Buffers b;
   std::string why = error_of([&] { r.call(key_of("error"), b.args(1)); });
-  EXPECT_NE(why.find("failed on the target (code -7): a planted failure"), std::string::npos) << why;
+  EXPECT_NE(why.find("failed on the target (code -7): a planted failure"), std::string::npos)
+      << why;
   // A scalar where the kernel has a buffer: refused before the kernel runs.
   why = error_of([&] {
-    r.call(key_of("add"), {KernelArg::of(int32_t{1}), KernelArg::of(int32_t{1}),
-                           KernelArg::of(&b.out_buf)});
+    r.call(key_of("add"),
+           {KernelArg::of(int32_t{1}), KernelArg::of(int32_t{1}), KernelArg::of(&b.out_buf)});
   });
   EXPECT_NE(why.find("refused the call of add"), std::string::npos) << why;
   EXPECT_NE(why.find("differs from the kernel's"), std::string::npos) << why;
@@ -141,8 +145,9 @@ TEST(RemoteRunner, ARunnerThatDiesIsReportedWithItsStatus) {
 }
 
 TEST(RemoteRunner, ACommandWithoutItsProgramIsRefused) {
-  EXPECT_NE(error_of([] { (void)runner_command_line("qemu-aarch64 -cpu max", "x"); })
-                .find("has no {exe}"),
+  EXPECT_NE(error_of([] {
+              (void)runner_command_line("qemu-aarch64 -cpu max", "x");
+            }).find("has no {exe}"),
             std::string::npos);
   EXPECT_EQ(runner_command_line("ssh b {exe} {args}", "/tmp/it's"), "ssh b '/tmp/it'\\''s' ");
   const std::string why = error_of([] {

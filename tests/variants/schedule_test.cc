@@ -102,7 +102,9 @@ TEST(KnobTable, RefusesUnknownKnobsTypesAndTemplates) {
             std::string::npos);
   EXPECT_NE(error_of([] {
               nlohmann::json{{"template", "gpu_magic"}}.get<Schedule>();
-            }).find("template 'gpu_magic' is not a schedule template (templates: cpu_matmul, arm_matmul)"),
+            })
+                .find("template 'gpu_magic' is not a schedule template (templates: cpu_matmul, "
+                      "arm_matmul)"),
             std::string::npos);
   EXPECT_NE(error_of([] {
               Schedule::from_generator_params({{"template", "cpu_matmul"}, {"tile_rows", "x"}});
