@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "autotune/cli.h"
 #include "autotune/cross_build.h"
@@ -94,6 +95,7 @@ std::function<int()> add_verify_command(CLI::App& app) {
     bool full = false;
     bool no_prepacked = false;
     std::string inject_fault;
+    std::vector<std::string> schedule_json;
   };
   auto o = std::make_shared<Opts>();
   sub->add_option("--target", o->target,
@@ -111,6 +113,9 @@ std::function<int()> add_verify_command(CLI::App& app) {
                   "random schedules of the target's template per identity besides its default "
                   "(default 0)")
       ->check(CLI::Range(0, 1000));
+  sub->add_option("--schedule", o->schedule_json,
+                  "a schedule to verify besides the default, JSON {\"template\": ..., knob: value} "
+                  "(repeatable; knobs not given keep the template's table defaults)");
   sub->add_option("--seed", o->seed, "seed of the schedules' and the inputs' draws");
   sub->add_flag("--full", o->full, "every data kind on every gate shape");
   sub->add_flag("--no-prepacked", o->no_prepacked,
@@ -162,20 +167,36 @@ Examples:
     // The kernels: each identity's default schedule for the target, the draws, and the prepacked
     // twins where the runtime builds them.
     std::vector<Kernel> kernels;
+    std::set<std::string> seen;
     std::vector<std::pair<std::string, std::string>> unsupported;
     std::mt19937_64 rng(o->seed);
     for (const std::string& spec : specs) {
       const KernelIdentity id = tune::parse_identity_spec(spec);
       const schedules::Accumulator acc = accumulator_of(id);
+      // The template's default first: an identity it cannot compute exactly is reported, with
+      // no draws (its space has no valid point for it).
       std::vector<std::optional<schedules::Schedule>> draws{std::nullopt};
       try {
-        const std::string name = schedules::default_template(info);
-        for (int i = 0; i < o->schedules; ++i)
-          draws.emplace_back(schedules::sample(name, info, acc, rng));
+        HalideVariant v;
+        v.target = target;
+        (void)kernel_key(id, v);
       } catch (const InvalidArgument& e) {
         unsupported.emplace_back(spec, e.what());
         continue;
       }
+      const std::string name = schedules::default_template(info);
+      for (const std::string& text : o->schedule_json) {
+        nlohmann::json j;
+        try {
+          j = nlohmann::json::parse(text);
+        } catch (const nlohmann::json::exception& e) {
+          invalid("verify", "--schedule '", text, "' is not JSON: ", e.what());
+        }
+        if (!j.contains("template")) j["template"] = name;
+        draws.emplace_back(j.get<schedules::Schedule>());
+      }
+      for (int i = 0; i < o->schedules; ++i)
+        draws.emplace_back(schedules::sample(name, info, acc, rng));
       for (const auto& schedule : draws) {
         for (bool prepacked : {false, true}) {
           if (prepacked && (o->no_prepacked || !has_prepacked_kernel(id))) continue;
@@ -187,12 +208,9 @@ Examples:
           k.v.prepacked_b = prepacked;
           KernelIdentity keyed = id;
           if (prepacked) keyed.params["prepacked_b"] = "true";
-          try {
-            k.key = kernel_key(keyed, k.v);
-          } catch (const InvalidArgument& e) {
-            if (!schedule && !prepacked) unsupported.emplace_back(spec, e.what());
-            break;
-          }
+          k.key = kernel_key(keyed, k.v);
+          // A draw (or --schedule) equal to another kernel's schedule is that kernel.
+          if (!seen.insert(k.key.to_string()).second) continue;
           kernels.push_back(std::move(k));
         }
       }

@@ -61,10 +61,13 @@ schedules::Accumulator accumulator_of(const KernelIdentity& id) {
     auto it = id.params.find(key);
     return it == id.params.end() ? std::string("int8") : it->second;
   };
-  const bool mixed = id.op == "QLinearMatMul" ? type("a.type") != type("b.type")
-                     : id.op == "QGemm"       ? type("A.type") != type("B.type")
-                                              : false;
-  return {32, true, 8, mixed};
+  const std::string ta = id.op == "QLinearMatMul" ? type("a.type")
+                         : id.op == "QGemm"       ? type("A.type")
+                                                  : "int8";
+  const std::string tb = id.op == "QLinearMatMul" ? type("b.type")
+                         : id.op == "QGemm"       ? type("B.type")
+                                                  : "int8";
+  return {32, true, 8, ta != tb, ta == "uint8" && tb == "uint8"};
 }
 
 KernelKey kernel_key(const KernelIdentity& id, const HalideVariant& v) {

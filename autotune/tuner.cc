@@ -326,11 +326,14 @@ TuneSummary autotune(const TuneOptions& o) {
       baselines.push_back(*name);
   }
   const std::string target = resolve_target(o.target);
-  // Candidates are timed here: a target this CPU cannot run is for a machine that has it (cross
-  // targets are tuned on their own hardware).
+  // Candidates are timed here: a target this CPU cannot run is for a machine that has it (tuning
+  // through a runner command or a proxy cost is not there yet; `mmtune verify` checks a cross
+  // target's kernels bit for bit under emulation or on a device).
   if (auto why = cpu_cannot_run(target)) {
     invalid("autotune", "--target ", target, " cannot run on this machine (", *why,
-            "); tune on a machine that has it");
+            "); tune on a machine that has it (cross-target tuning through a runner is not "
+            "supported yet; `mmtune verify --target ", target,
+            "` checks its kernels bit for bit under emulation or through --runner)");
   }
   const schedules::TargetInfo info = schedules::target_info(target);
   (void)schedules::default_template(info);  // InvalidArgument when no template schedules it

@@ -42,7 +42,7 @@ class GemmGenerator : public Generator<GemmGenerator> {
     // Accumulate floats in float32 (float64 for float64), integers in the unsigned type of T's
     // width so that overflow wraps by definition.
     const Type acc_t = is_float ? (t.bits() == 64 ? Float(64) : Float(32)) : UInt(t.bits());
-    acc_ = {acc_t.bits(), /*exact=*/!is_float, t.bits()};
+    acc_ = {acc_t.bits(), /*exact=*/!is_float, t.bits(), false, t.is_uint()};
     _halide_user_assert(!(prepacked_b && trans_b)) << "Gemm: a prepacked B is never transposed\n";
     p_.layout = schedule_knobs.layout(get_target(), acc_);
     const bool b_in_panels = prepacked_b && p_.layout.packs_b();

@@ -49,7 +49,8 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
     const bool float8 = a_format != DType::kInt8;
     // float8: a float64 sum (of exact products, in K order); else the exact int32 sum.
     acc_ = float8 ? schedules::Accumulator{64, false, 8}
-                  : schedules::Accumulator{32, true, 8, a.type() != b.type()};
+                  : schedules::Accumulator{32, true, 8, a.type() != b.type(),
+                                           a.type().is_uint() && b.type().is_uint()};
     p_.layout = schedule_knobs.layout(get_target(), acc_);
     const bool b_in_panels = prepacked_b && p_.layout.packs_b();
     // b in panels no longer tells N: y does.

@@ -13,6 +13,7 @@ struct Accumulator {
                        // order, so no template may regroup them
   int operand_bits = 0;  // width of the multiplied operands (8: the quantized operators; 0 unknown)
   bool mixed_sign = false;  // one operand signed, the other unsigned (uint8 x int8)
+  bool unsigned_operands = false;  // both operands unsigned (uint8 x uint8, unsigned Gemm)
 };
 
 // The algorithm's data layout a schedule needs (template-independent).

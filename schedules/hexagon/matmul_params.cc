@@ -35,6 +35,14 @@ std::optional<std::string> HvxMatmulParams::validate(const TargetInfo& t, Accumu
            " needs the hvx_128 feature (e.g. hexagon-32-noos-hvx-hvx_128-hvx_v66)";
   }
   if (auto why = knobs().check(*this, acc.exact)) return why;
+  if (acc.operand_bits == 8 && acc.unsigned_operands && k_group != 4) {
+    // Found by `mmtune verify` under qemu-hexagon 7.2: Halide 21's code for this form (products
+    // by vmpy(Vu.uh, Vv.uh) into word pairs) gives wrong sums, while that instruction alone
+    // matches the Hexagon manual under the same qemu (docs/targets.md). Not checked on a device.
+    return "k_group=" + std::to_string(k_group) +
+           ": hvx_matmul sums uint8 x uint8 products in groups of 4 (vrmpy) only; the sequential "
+           "form gives wrong sums on HVX (docs/targets.md)";
+  }
   if (vector_epilogue) {
     if (auto why = hvx_without_float_vectors(t)) {
       return "vector_epilogue=true needs float vectors for the epilogue's float steps: " + *why;

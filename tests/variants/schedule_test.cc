@@ -104,7 +104,7 @@ TEST(KnobTable, RefusesUnknownKnobsTypesAndTemplates) {
               nlohmann::json{{"template", "gpu_magic"}}.get<Schedule>();
             })
                 .find("template 'gpu_magic' is not a schedule template (templates: cpu_matmul, "
-                      "arm_matmul)"),
+                      "arm_matmul, hvx_matmul)"),
             std::string::npos);
   EXPECT_NE(error_of([] {
               Schedule::from_generator_params({{"template", "cpu_matmul"}, {"tile_rows", "x"}});
@@ -158,6 +158,40 @@ TEST(KnobTable, NamingDocCarriesEveryTemplatesTable) {
 }
 
 // ---- The per-target seam ----
+
+// hvx_matmul: exact sums of at most 32-bit lanes only, each refusal a sentence; uint8 x uint8 only
+// in vrmpy groups (the sequential form was found wrong by mmtune verify, docs/targets.md).
+TEST(Seam, HvxRefusesWhatItCannotComputeExactly) {
+  using schedules::Accumulator;
+  const schedules::TargetInfo hvx = schedules::target_info("hexagon-32-noos-hvx-hvx_128-hvx_v66");
+  const Schedule s8 = schedules::default_schedule(hvx, Accumulator{32, true, 8, false});
+  EXPECT_STREQ(s8.template_name(), "hvx_matmul");
+  EXPECT_EQ(s8.register_tiled()->k_group, 4);
+  EXPECT_EQ(s8.validate(hvx, Accumulator{32, true, 8, false, true}), std::nullopt);
+  EXPECT_EQ(schedules::default_schedule(hvx, Accumulator{32, true, 32}).register_tiled()->k_group,
+            1);
+  auto why = [&](const Schedule& s, Accumulator acc) { return s.validate(hvx, acc).value_or(""); };
+  EXPECT_NE(why(s8, Accumulator{32, false, 32}).find("exact integer sums only"), std::string::npos);
+  EXPECT_NE(why(s8, Accumulator{64, true, 64}).find("no 64-bit integer lanes"), std::string::npos);
+  schedules::HvxMatmulParams p = *s8.get_if<schedules::HvxMatmulParams>();
+  p.k_group = 1;
+  EXPECT_EQ(why(Schedule(p), Accumulator{32, true, 8, false}), "");  // int8 x int8: fine
+  EXPECT_NE(
+      why(Schedule(p), Accumulator{32, true, 8, false, true}).find("groups of 4 (vrmpy) only"),
+      std::string::npos);
+  p.k_group = 4;
+  p.vector_epilogue = true;
+  EXPECT_NE(why(Schedule(p), Accumulator{32, true, 8, false}).find("from v68 on"),
+            std::string::npos);
+  EXPECT_EQ(Schedule(p).validate(schedules::target_info("hexagon-32-noos-hvx-hvx_128-hvx_v68"),
+                                 Accumulator{32, true, 8, false}),
+            std::nullopt);
+  EXPECT_NE(Schedule(s8)
+                .validate(schedules::target_info("hexagon-32-noos-hvx"), Accumulator{32, true, 8})
+                .value_or("")
+                .find("needs the hvx_128 feature"),
+            std::string::npos);
+}
 
 // arm_matmul's defaults on AArch64: 8 x 3-vector tiles in strips of whole tiles; the dot-product
 // group (sdot/udot) for same-sign 8-bit operands where the target has arm_dot_prod, never for
