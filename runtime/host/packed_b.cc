@@ -42,6 +42,7 @@ int vector_bits(const std::string& target) {
     return avx512 ? 512 : avx ? 256 : 128;
   }
   if (parts[0] == "arm") return 128;
+  if (parts[0] == "hexagon") return 1024;  // HVX 128-byte vectors
   MMTUNE_CHECK(false, "no CPU vector width known for target " << target);
 }
 

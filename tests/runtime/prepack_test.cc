@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <random>
-#include <tuple>
 #include <string>
+#include <tuple>
 
 #include "mmtune/mmtune.h"
 #include "reference/gemm.h"
@@ -28,15 +28,21 @@ namespace {
 TEST(PackedB, RuntimeLayoutsAreTheTemplates) {
   std::mt19937_64 rng(testing::variant_seed());
   int compared = 0, packing = 0;
+  // Every template that shares cpu_matmul's schedule: cpu_matmul, arm_matmul, hvx_matmul.
   for (const char* target : {"x86-64-linux-avx2-fma-f16c", "x86-64-linux-sse41",
-                             "x86-64-linux-avx512_zen4-avx2-fma-f16c", "arm-64-linux"}) {
+                             "x86-64-linux-avx512_zen4-avx2-fma-f16c", "arm-64-linux",
+                             "arm-64-linux-arm_dot_prod", "hexagon-32-noos-hvx-hvx_128-hvx_v66"}) {
     const schedules::TargetInfo t = schedules::target_info(target);
     for (const schedules::Accumulator acc :
          {schedules::Accumulator{32, false}, schedules::Accumulator{64, false},
-          schedules::Accumulator{32, true}, schedules::Accumulator{64, true}}) {
+          schedules::Accumulator{32, true}, schedules::Accumulator{64, true},
+          schedules::Accumulator{32, true, 8}}) {
+      // A sum the target's template does not schedule (HVX: floats, 64-bit lanes) has no layout.
+      if (schedules::default_schedule(t, acc).validate(t, acc)) continue;
+      const std::string name = schedules::default_template(t);
       for (int draw = 0; draw < 300; ++draw) {
-        const schedules::Schedule s = draw == 0 ? schedules::default_schedule(t, acc)
-                                                : schedules::sample("cpu_matmul", t, acc, rng);
+        const schedules::Schedule s =
+            draw == 0 ? schedules::default_schedule(t, acc) : schedules::sample(name, t, acc, rng);
         const schedules::MatmulLayout want = s.layout(t, acc);
         const PanelLayout got =
             panel_layout(target, s.generator_params(), acc.bits, acc.exact, false);
@@ -44,7 +50,7 @@ TEST(PackedB, RuntimeLayoutsAreTheTemplates) {
         ASSERT_EQ(got.k_group, want.k_group) << target << " " << s.tag(t, acc);
         ASSERT_EQ(got.pack_b, want.pack_b) << target << " " << s.tag(t, acc);
         ASSERT_EQ(got.packs(), want.packs_b()) << target << " " << s.tag(t, acc);
-        const auto* cpu = s.get_if<schedules::CpuMatmulParams>();
+        const auto* cpu = s.register_tiled();
         ASSERT_TRUE(cpu);
         ASSERT_EQ(got.strip, cpu->n_block) << target << " " << s.tag(t, acc);
         ++compared;
@@ -216,13 +222,12 @@ TEST(PackedB, QLinearMatMulIsBitExactAndRunsThePrepackedKernel) {
 TEST(PackedB, QGemmIsBitExactAndRunsThePrepackedKernel) {
   std::mt19937_64 rng(testing::variant_seed() + 4);
   int prepacked_runs = 0, calls = 0;
-  for (const auto& [ta, tb, ty, quantized] :
-       std::vector<std::tuple<DType, DType, DType, bool>>{
+  for (const auto& [ta, tb, ty, quantized] : std::vector<std::tuple<DType, DType, DType, bool>>{
            {DType::kUInt8, DType::kInt8, DType::kUInt8, false},
            {DType::kInt8, DType::kInt8, DType::kInt8, true}}) {
     const bool twins = has_prepacked("QGemm", "B.type", dtype_name(tb));
-    for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
-             {1, 1000, 700}, {16, 600, 530}, {100, 129, 65}}) {
+    for (const auto& [m, n, k] :
+         std::vector<std::array<int64_t, 3>>{{1, 1000, 700}, {16, 600, 530}, {100, 129, 65}}) {
       for (const bool trans_b : {false, true}) {
         const tune::QGemmInputs in = tune::make_qgemm_inputs(
             ta, tb, ty, {m, n, k, false, trans_b, /*per_column=*/trans_b, {n}, false}, rng);
