@@ -44,7 +44,8 @@ struct GateOptions {
   bool stop_at_first = true;  // false: every case runs and every differing output is counted
   bool drop_tail = false;     // tests only: the last output element left unwritten
 };
-struct GateSummary {
+struct GateSummary {  // NOLINT(bugprone-exception-escape): the json member; built outside noexcept
+                      // code
   int64_t kernel_cases = 0;       // cases a kernel computed
   int64_t reference_cases = 0;    // cases the host gave to the reference (no kernel ran)
   int64_t outputs = 0;            // output elements compared bit for bit
