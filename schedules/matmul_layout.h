@@ -11,8 +11,12 @@ struct Accumulator {
   int bits = 32;       // width of one accumulator lane (float16/bfloat16 Gemm sums in float32: 32)
   bool exact = false;  // an exact integer sum (mod 2^bits), whose order is free; float sums keep K
                        // order, so no template may regroup them
-  int operand_bits = 0;     // width of the multiplied operands (8: the quantized operators; 0 unknown)
+  int operand_bits = 0;  // width of the multiplied operands (8: the quantized operators; 0 unknown)
   bool mixed_sign = false;  // one operand signed, the other unsigned (uint8 x int8)
+  // A float sum whose steps may each be one fused multiply-add without changing a bit: the fma
+  // contract, or products exact in the accumulator (float16 into float32, float8 into float64),
+  // where a fused and a separately rounded step round alike. (CUDA kernels fuse every step.)
+  bool fusable = false;
 };
 
 // The algorithm's data layout a schedule needs (template-independent).
