@@ -2,12 +2,13 @@
 //
 // Where each part runs. Halide 21 compiles CUDA kernels with fast-math options that strict_float
 // does not lift (CodeGen_PTX_Dev::compile_to_src: FMA contraction, unsafe FP math, no NaNs or
-// Infs, float32 subnormals flushed), so a float step on the GPU may be fused, flushed, folded or
-// approximated (a division). The GPU therefore runs what is exact there: the K sum (validate()
-// admits only the sums that are) and the producers without a float step (the column and row sums of
-// the 8-bit operators). The output's epilogue and the producers with a float step (a row's
-// quantization, scales) run on the host, whose code generation keeps strict_float: Halide copies
-// the sums back once, as it would copy the output.
+// Infs), so a float step on the GPU may be fused or folded: placed on the GPU, the Gemm epilogue's
+// v + c * beta and QLinearMatMul's float64 requantization acc * m + zp each become one fma. The GPU
+// therefore runs what is exact there: the K sum (validate() admits only the sums that are) and the
+// producers without a float step (the column and row sums of the 8-bit operators). The output's
+// epilogue and the producers with a float step (a row's quantization, scales) run on the host,
+// whose code generation keeps strict_float; Halide copies the sums back once, as it would copy the
+// output.
 #include "schedules/cuda/matmul_schedule.h"
 
 #include <set>
@@ -261,10 +262,14 @@ void schedule_cuda_matmul(MatmulPipeline& p, const CudaMatmulParams& params, Acc
       update.split(ki, kio, kii, params.k_unroll);
       by_threads(update, false, {kii, kio}, {ko}).unroll(kii);
     }
-    for (Func operand : {ops.a, ops.b}) {
+    const int k_extent = params.k_tile / g;  // K (or K groups) of a tile
+    for (const bool a_side : {true, false}) {
       // A K tile of the operand as the sum reads it (grouped: K groups innermost, one word each),
-      // loaded by the block's threads, adjacent threads reading adjacent elements.
+      // loaded by the block's threads, adjacent threads reading adjacent elements: A's tile is
+      // k_extent x rows, B's cols x k_extent.
+      Func operand = a_side ? ops.a : ops.b;
       Func tile = operand.in(reads);
+      const int x_extent = a_side ? k_extent : cols, y_extent = a_side ? rows : k_extent;
       tile.compute_at(k_sum, ko);
       const std::vector<Var> v = tile.args();
       const std::size_t first = g > 1 ? 1 : 0;
@@ -275,7 +280,9 @@ void schedule_cuda_matmul(MatmulPipeline& p, const CudaMatmulParams& params, Acc
       std::vector<VarOrRVar> order;
       if (g > 1) order.emplace_back(v[0]);
       order.insert(order.end(), {xo, yo, xi, yi});
-      tile.reorder(order).gpu_threads(xi, yi).unroll(xo).unroll(yo);
+      tile.reorder(order).gpu_threads(xi, yi);
+      if (x_extent > threads_x) tile.unroll(xo);
+      if (y_extent > threads_y) tile.unroll(yo);
     }
   } else {
     // Each thread's sums in registers, K innermost-outer and in order; operands read from global
