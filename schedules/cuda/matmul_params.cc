@@ -13,9 +13,9 @@ constexpr int kMaxThreads = 1024;
 constexpr int kMaxSharedBytes = 48 * 1024;
 constexpr int kRegistersPerSm = 64 * 1024;
 constexpr int kMaxRegistersPerThread = 255;
-// Registers a thread needs besides its accumulators and one K step's operands (indices, addresses,
-// loop counters): an estimate.
-constexpr int kOverheadRegisters = 24;
+// Registers a thread needs besides its sums and one K step's operands (indices, addresses, loop
+// counters): an estimate, from ptxas's counts for the defaults (52 to 104 registers).
+constexpr int kOverheadRegisters = 40;
 
 // A sum of exact 8-bit integer products: its operands are staged as bytes.
 bool dot8(Accumulator acc) { return acc.exact && acc.operand_bits == 8; }
@@ -57,9 +57,11 @@ std::optional<std::string> CudaMatmulParams::validate(const TargetInfo&, Accumul
   if (auto why = cuda_inexact_sum(acc)) return why;
   if (auto why = knobs().check(*this, acc.exact)) return why;
   std::ostringstream why;
+  // A thread holds its sums (twice for an exact sum staged in shared memory: the tile's sums and
+  // the sums of the block's stage) and one K step's operands.
   const int words = acc.bits / 32;
-  const int registers =
-      (thread_rows * thread_cols + thread_rows + thread_cols) * words + kOverheadRegisters;
+  const int sums = thread_rows * thread_cols * (k_tile > 0 && acc.exact ? 2 : 1);
+  const int registers = (sums + thread_rows + thread_cols) * words + kOverheadRegisters;
   if (acc.bits != 32 && acc.bits != 64) {
     why << "cuda_matmul sums in 32- or 64-bit accumulators, not " << acc.bits << "-bit ones";
   } else if (k_group != 1 && k_group != 4) {

@@ -302,7 +302,7 @@ TEST(Seam, CudaRefusesWhatItCannotKeepExactOrFit) {
        i64,
        "a 64x128 block with k_tile=32 needs 114688 bytes of shared memory for 64-bit sums; a "
        "block has 49152 (48 KiB)"},
-      // Sums in registers: 8 x 16 64-bit ones are too many for a thread; 1024 threads of 68
+      // Sums in registers: 8 x 16 64-bit ones are too many for a thread; 1024 threads of 84
       // registers too many for an SM.
       {[&](CudaMatmulParams& p) {
          big_block(p);
@@ -310,7 +310,7 @@ TEST(Seam, CudaRefusesWhatItCannotKeepExactOrFit) {
          p.thread_cols = 16;
        },
        i64,
-       "a 8x16 thread tile of 64-bit sums needs about 328 registers a thread, 20992 for the "
+       "a 8x16 thread tile of 64-bit sums needs about 344 registers a thread, 22016 for the "
        "block's 64 threads; a thread has at most 255, an SM 65536"},
       {[&](CudaMatmulParams& p) {
          big_block(p);
@@ -318,7 +318,7 @@ TEST(Seam, CudaRefusesWhatItCannotKeepExactOrFit) {
          p.tile_rows = 256;
          p.thread_cols = 4;
        },
-       s8, "needs about 68 registers a thread, 69632 for the block's 1024 threads"},
+       s8, "needs about 84 registers a thread, 86016 for the block's 1024 threads"},
   };
   for (const Refusal& r : refusals) {
     CudaMatmulParams p = base;
