@@ -57,8 +57,8 @@ std::optional<std::string> CudaMatmulParams::validate(const TargetInfo&, Accumul
   if (auto why = cuda_inexact_sum(acc)) return why;
   if (auto why = knobs().check(*this, acc.exact)) return why;
   std::ostringstream why;
-  // A thread holds its sums (twice for an exact sum staged in shared memory: the tile's sums and
-  // the sums of the block's stage) and one K step's operands.
+  // A thread holds its sums (twice for an exact sum staged in shared memory: a K tile's sums in
+  // registers, and the block's it adds them to) and one K step's operands.
   const int words = acc.bits / 32;
   const int sums = thread_rows * thread_cols * (k_tile > 0 && acc.exact ? 2 : 1);
   const int registers = (sums + thread_rows + thread_cols) * words + kOverheadRegisters;
