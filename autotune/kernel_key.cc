@@ -50,11 +50,18 @@ schedules::Accumulator accumulator_of(const KernelIdentity& id) {
   if (id.op == "Gemm") {
     const DType t = *dtype_from_name(id.params.at("A.type"));
     const DType acc = gemm_accumulation_type(t);
-    return {static_cast<int>(dtype_size(acc) * 8), is_integer(t),
-            static_cast<int>(dtype_size(t) * 8)};
+    // As the generator states it: fused steps (the fma contract) or float16's exact products.
+    auto contract = id.params.find("contract");
+    const bool fma = contract != id.params.end() && contract_applies(t) &&
+                     contract->second == to_string(FloatContract::kFma);
+    return {
+        static_cast<int>(dtype_size(acc) * 8),  is_integer(t),
+        static_cast<int>(dtype_size(t) * 8),    false,
+        is_integer(t) && !is_signed_integer(t), !is_integer(t) && (fma || t == DType::kFloat16)};
   }
   if (id.op == "QLinearMatMul" && id.params.count("a_format")) {
-    return {64, false, 8};  // float8: a float64 sum of exact products, in K order
+    return {64,    false, 8,
+            false, false, true};  // float8: a float64 sum of exact products, in K order
   }
   // The quantized operators' exact int32 sums of 8-bit products (QuantMatmulDequant: int8 x int8).
   auto type = [&](const char* key) {

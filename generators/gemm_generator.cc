@@ -42,7 +42,15 @@ class GemmGenerator : public Generator<GemmGenerator> {
     // Accumulate floats in float32 (float64 for float64), integers in the unsigned type of T's
     // width so that overflow wraps by definition.
     const Type acc_t = is_float ? (t.bits() == 64 ? Float(64) : Float(32)) : UInt(t.bits());
-    acc_ = {acc_t.bits(), /*exact=*/!is_float, t.bits(), false, t.is_uint()};
+    const bool strict_sum = effective_contract(dtype_of(t), contract) == FloatContract::kStrict;
+    // A float sum of fused steps, or of float16 products (exact in float32, so fused and separate
+    // steps round alike), may be computed with fused multiply-adds.
+    acc_ = {acc_t.bits(),
+            /*exact=*/!is_float,
+            t.bits(),
+            /*mixed_sign=*/false,
+            /*unsigned_operands=*/t.is_uint(),
+            /*fusable=*/is_float && (!strict_sum || t == Float(16))};
     _halide_user_assert(!(prepacked_b && trans_b)) << "Gemm: a prepacked B is never transposed\n";
     p_.layout = schedule_knobs.layout(get_target(), acc_);
     const bool b_in_panels = prepacked_b && p_.layout.packs_b();
@@ -69,7 +77,6 @@ class GemmGenerator : public Generator<GemmGenerator> {
       p_.prepacked = panels;
     }
 
-    const bool strict_sum = effective_contract(dtype_of(t), contract) == FloatContract::kStrict;
     if (!strict_sum) {
       const auto why = schedules::why_no_fma(schedules::target_info(get_target()));
       _halide_user_assert(!why) << "Gemm: " << why.value_or("") << "\n";

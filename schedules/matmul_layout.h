@@ -14,6 +14,10 @@ struct Accumulator {
   int operand_bits = 0;  // width of the multiplied operands (8: the quantized operators; 0 unknown)
   bool mixed_sign = false;  // one operand signed, the other unsigned (uint8 x int8)
   bool unsigned_operands = false;  // both operands unsigned (uint8 x uint8, unsigned Gemm)
+  // A float sum whose steps may each be one fused multiply-add without changing a bit: the fma
+  // contract, or products exact in the accumulator (float16 into float32, float8 into float64),
+  // where a fused and a separately rounded step round alike. (CUDA kernels fuse every step.)
+  bool fusable = false;
 };
 
 // The algorithm's data layout a schedule needs (template-independent).

@@ -16,6 +16,7 @@
 
 #include "schedules/arm/matmul_params.h"
 #include "schedules/cpu/matmul_params.h"
+#include "schedules/cuda/matmul_params.h"
 #include "schedules/hexagon/matmul_params.h"
 #include "schedules/matmul_layout.h"
 #include "schedules/target_info.h"
@@ -32,7 +33,7 @@ class Schedule {
  public:
   // Every template, one alternative each. A new template: its params type here, its schedule
   // function in schedule_knobs.cc, nothing else.
-  using Params = std::variant<CpuMatmulParams, ArmMatmulParams, HvxMatmulParams>;
+  using Params = std::variant<CpuMatmulParams, ArmMatmulParams, HvxMatmulParams, CudaMatmulParams>;
 
   Schedule();  // cpu_matmul with its table's defaults
   Schedule(const Params& p)

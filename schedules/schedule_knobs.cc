@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "schedules/cpu/matmul_schedule.h"
+#include "schedules/cuda/matmul_schedule.h"
 
 namespace mmtune::schedules {
 
@@ -45,12 +46,14 @@ Schedule ScheduleKnobs::schedule(const Halide::Target& t, Accumulator acc) const
 void ScheduleKnobs::apply(MatmulPipeline& p, const Halide::Target& t, Accumulator acc) const {
   const Schedule s = schedule(t, acc);
   // One schedule function per template: cpu_matmul's register-tiled schedule serves arm_matmul and
-  // hvx_matmul too.
+  // hvx_matmul too; cuda_matmul has its own.
   std::visit(
       [&](const auto& params) {
         using P = std::decay_t<decltype(params)>;
         if constexpr (std::is_same_v<P, HvxMatmulParams>) {
           schedule_cpu_matmul(p, params, params.vector_epilogue);
+        } else if constexpr (std::is_same_v<P, CudaMatmulParams>) {
+          schedule_cuda_matmul(p, params, acc);
         } else {
           schedule_cpu_matmul(p, params);
         }

@@ -5,8 +5,10 @@
 #include "schedules/schedule.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include "Halide.h"
 #include "autotune/halide_ops.h"
 #include "autotune/kernel_key.h"
+#include "autotune/tune_inputs.h"
 #include "runtime/host/cpu_features.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
@@ -104,7 +107,7 @@ TEST(KnobTable, RefusesUnknownKnobsTypesAndTemplates) {
               nlohmann::json{{"template", "gpu_magic"}}.get<Schedule>();
             })
                 .find("template 'gpu_magic' is not a schedule template (templates: cpu_matmul, "
-                      "arm_matmul, hvx_matmul)"),
+                      "arm_matmul, hvx_matmul, cuda_matmul)"),
             std::string::npos);
   EXPECT_NE(error_of([] {
               Schedule::from_generator_params({{"template", "cpu_matmul"}, {"tile_rows", "x"}});
@@ -221,6 +224,228 @@ TEST(Seam, ArmDefaultsFollowTheTargetAndTheOperands) {
   (void)schedule(dot, Accumulator{64, false, 64});
 }
 
+// cuda_matmul's defaults validate for every sum a CUDA kernel keeps exact: integer sums (dp4a
+// groups for 8-bit products, same-sign or mixed), and float sums whose steps may be fused without
+// changing a bit (the fma contract; float16 and float8 products, exact in their accumulators).
+// Exact sums stage K tiles in shared memory, float sums keep theirs in registers.
+TEST(Seam, CudaDefaultsFollowTheSum) {
+  using schedules::CudaMatmulParams;
+  struct Case {
+    Accumulator acc;
+    const char* tag;
+  };
+  const std::vector<Case> cases = {
+      {{32, true, 8, false}, "32x64r4c4s16k4g4"},            // int8 x int8, uint8 x uint8
+      {{32, true, 8, true}, "32x64r4c4s16k4g4"},             // uint8 x int8
+      {{32, true, 32}, "32x64r4c4s16k4"},                    // int32 Gemm
+      {{64, true, 64}, "32x64r4c4s16k4"},                    // int64 Gemm
+      {{32, false, 32, false, false, true}, "32x64r4c4k4"},  // float32 Gemm, contract=fma
+      {{32, false, 16, false, false, true}, "32x64r4c4k4"},  // float16 Gemm (and bfloat16, fma)
+      {{64, false, 64, false, false, true}, "32x64r4c4k4"},  // float64 Gemm, contract=fma
+      {{64, false, 8, false, false, true}, "32x64r4c4k4"},   // float8 QLinearMatMul
+  };
+  for (const Case& c : cases) {
+    const Schedule s = schedules::default_schedule(kCuda, c.acc);
+    EXPECT_STREQ(s.template_name(), "cuda_matmul");
+    EXPECT_EQ(s.validate(kCuda, c.acc), std::nullopt) << c.tag;
+    EXPECT_EQ(s.tag(kCuda, c.acc), c.tag);
+    const schedules::MatmulLayout l = s.layout(kCuda, c.acc);
+    EXPECT_EQ(l.lanes, 1);
+    EXPECT_EQ(l.panel, 64);
+    EXPECT_FALSE(l.pack_b);
+    EXPECT_EQ(l.k_group, c.acc.exact && c.acc.operand_bits == 8 ? 4 : 1);
+    EXPECT_TRUE(schedules::shape_seeds(kCuda, c.acc, 1).empty());
+    const CudaMatmulParams& p = *s.get_if<CudaMatmulParams>();
+    EXPECT_LE(p.threads(), 1024);
+    EXPECT_LE(p.shared_bytes(c.acc), 48 * 1024);
+  }
+  // The accumulators the identities state, as the generators state them.
+  auto acc = [](const char* spec) { return accumulator_of(tune::parse_identity_spec(spec)); };
+  EXPECT_TRUE(acc("Gemm:float32:contract=fma").fusable);
+  EXPECT_FALSE(acc("Gemm:float32").fusable);
+  EXPECT_TRUE(acc("Gemm:float16").fusable);
+  EXPECT_FALSE(acc("Gemm:bfloat16").fusable);
+  EXPECT_TRUE(acc("Gemm:bfloat16:contract=fma").fusable);
+  EXPECT_FALSE(acc("Gemm:float64").fusable);
+  EXPECT_FALSE(acc("Gemm:int32").fusable);
+  EXPECT_TRUE(acc("QLinearMatMul:float8e4m3fn,float8e4m3fn,float8e4m3fn").fusable);
+}
+
+// What cuda_matmul refuses, each with its sentence: float sums of separately rounded steps (Halide
+// 21's PTX fuses them), knobs that regroup a float sum or group what dp4a cannot, and blocks beyond
+// a GPU's limits (threads, shared memory, registers).
+TEST(Seam, CudaRefusesWhatItCannotKeepExactOrFit) {
+  using schedules::CudaMatmulParams;
+  auto why = [](const CudaMatmulParams& p, Accumulator acc) {
+    return Schedule(p).validate(kCuda, acc).value_or("");
+  };
+  auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  const CudaMatmulParams base = CudaMatmulParams::knobs().defaults();
+  // float32 (strict), bfloat16 (strict: its products may leave float32's range) and float64
+  // (strict) sums.
+  for (const Accumulator a : {Accumulator{32, false, 32}, Accumulator{32, false, 16}}) {
+    const std::string w = why(base, a);
+    EXPECT_TRUE(has(w,
+                    "cuda_matmul cannot sum float32 exactly with separately rounded steps: "
+                    "Halide 21 compiles CUDA kernels with FMA contraction on"))
+        << w;
+    EXPECT_TRUE(has(w, "AllowFPOpFusion=Fast")) << w;
+  }
+  EXPECT_TRUE(has(why(base, {64, false, 64}),
+                  "cuda_matmul cannot sum float64 exactly with separately rounded steps"));
+  // The default of a refused sum is the table's (the refusal names the sum, not a knob).
+  EXPECT_TRUE(has(schedules::default_schedule(kCuda, {32, false, 32})
+                      .validate(kCuda, {32, false, 32})
+                      .value_or(""),
+                  "cannot sum float32 exactly"));
+  const Accumulator f32{32, false, 32, false, false, true}, s8{32, true, 8}, i64{64, true, 64};
+  using Set = std::function<void(CudaMatmulParams&)>;
+  struct Refusal {
+    Set set;
+    Accumulator acc;
+    std::string why;
+  };
+  const Set big_block = [](CudaMatmulParams& p) {
+    p.tile_rows = 64;
+    p.tile_cols = 128;
+    p.thread_rows = 8;
+    p.thread_cols = 8;
+  };
+  const std::vector<Refusal> refusals = {
+      {[](CudaMatmulParams& p) { p.k_group = 4; }, f32,
+       "k_group=4 regroups the K sum, which only exact integer sums allow"},
+      {[](CudaMatmulParams& p) { p.k_group = 4; },
+       {32, true, 32},
+       "k_group=4 needs 8-bit operands (dp4a sums groups of four 8-bit products), not 32-bit ones"},
+      {[](CudaMatmulParams& p) { p.thread_rows = 3; }, s8,
+       "a 32x64 block tile is not made of whole 3x4 thread tiles"},
+      {[](CudaMatmulParams& p) {
+         p.tile_rows = 64;
+         p.thread_rows = 1;
+         p.thread_cols = 2;
+       },
+       s8, "a 64x64 block of 1x2 thread tiles has 2048 threads; a CUDA block has at most 1024"},
+      {[](CudaMatmulParams& p) { p.k_tile = 6; }, s8,
+       "k_tile=6 is not 0 or a multiple of k_unroll x k_group = 4"},
+      {[&](CudaMatmulParams& p) {
+         big_block(p);
+         p.k_tile = 32;
+       },
+       i64,
+       "a 64x128 block with k_tile=32 needs 114688 bytes of shared memory for 64-bit sums; a "
+       "block has 49152 (48 KiB)"},
+      // Sums in registers: 8 x 16 64-bit ones are too many for a thread; 1024 threads of 84
+      // registers too many for an SM.
+      {[&](CudaMatmulParams& p) {
+         big_block(p);
+         p.k_tile = 0;
+         p.thread_cols = 16;
+       },
+       i64,
+       "a 8x16 thread tile of 64-bit sums needs about 344 registers a thread, 22016 for the "
+       "block's 64 threads; a thread has at most 255, an SM 65536"},
+      {[&](CudaMatmulParams& p) {
+         big_block(p);
+         p.k_tile = 0;
+         p.tile_rows = 256;
+         p.thread_cols = 4;
+       },
+       s8, "needs about 84 registers a thread, 86016 for the block's 1024 threads"},
+  };
+  for (const Refusal& r : refusals) {
+    CudaMatmulParams p = base;
+    r.set(p);
+    EXPECT_TRUE(has(why(p, r.acc), r.why)) << why(p, r.acc);
+  }
+  // What fits one sum may not fit another: the same knobs for 8-bit sums.
+  CudaMatmulParams p = base;
+  p.k_group = 4;
+  EXPECT_EQ(why(p, s8), "");
+  big_block(p);
+  p.k_tile = 0;
+  p.thread_cols = 16;
+  EXPECT_EQ(why(p, s8), "");
+}
+
+// cuda_matmul's search space: every draw validates and round-trips JSON and generator parameters;
+// float sums never regroup K.
+TEST(Seam, CudaDrawsAreValidAndRoundTrip) {
+  using schedules::CudaMatmulParams;
+  std::mt19937_64 rng(testing::variant_seed());
+  for (const Accumulator acc : {Accumulator{32, true, 8}, Accumulator{64, true, 64},
+                                Accumulator{32, false, 32, false, false, true}}) {
+    std::set<int> k_groups, k_tiles;
+    for (int n = 0; n < 300; ++n) {
+      const Schedule s = schedules::sample("cuda_matmul", kCuda, acc, rng);
+      ASSERT_EQ(s.validate(kCuda, acc), std::nullopt);
+      const nlohmann::json j = s;
+      EXPECT_EQ(j.get<Schedule>(), s) << j.dump();
+      EXPECT_EQ(Schedule::from_generator_params(s.generator_params()), s) << j.dump();
+      const Schedule m = schedules::mutate(s, kCuda, acc, rng);
+      EXPECT_EQ(m.validate(kCuda, acc), std::nullopt);
+      k_groups.insert(s.get_if<CudaMatmulParams>()->k_group);
+      k_tiles.insert(s.get_if<CudaMatmulParams>()->k_tile);
+    }
+    const std::set<int> groups = acc.operand_bits == 8 ? std::set<int>{1, 4} : std::set<int>{1};
+    EXPECT_EQ(k_groups, groups);
+    EXPECT_TRUE(k_tiles.count(0) && k_tiles.count(16)) << acc.bits;
+  }
+}
+
+// The kernels themselves, compiled for CUDA in this process as the AOT build does (GenGen): PTX for
+// sm_80 with dp4a where the 8-bit products are signed or mixed, no atomics, and the epilogue and
+// the producers with float steps left to the host (no kernel of theirs in the device code).
+TEST(Seam, CudaKernelsCompileToPtx) {
+  struct Case {
+    const char* spec;
+    std::vector<std::string> knobs;
+    bool dp4a;
+  };
+  const std::vector<Case> cases = {
+      {"QGemm:int8,int8:output=float32", {}, true},                        // staged, dp4a
+      {"QGemm:uint8,int8:output=uint8", {"k_tile=0", "k_group=4"}, true},  // registers, dp4a
+      {"QuantMatmulDequant", {}, true},  // x_q, scales on the host
+      {"QLinearMatMul:float8e4m3fn,float8e4m3fn,float8e4m3fn", {}, false},
+      {"Gemm:float32:contract=fma", {}, false},
+      {"Gemm:bfloat16:contract=fma", {"k_tile=16"}, false},  // widened on the host
+      {"Gemm:int64", {}, false},
+  };
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("mmtune_cuda_" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::create_directories(dir);
+  int n = 0;
+  for (const Case& c : cases) {
+    const KernelIdentity id = tune::parse_identity_spec(c.spec);
+    const std::string name = "cuda_kernel_" + std::to_string(n++);
+    std::vector<std::string> args = {
+        "gengen",      "-g",
+        id.generator,  "-f",
+        name,          "-o",
+        dir,           "-e",
+        "device_code", "target=x86-64-linux-cuda-cuda_capability_80-no_runtime"};
+    for (const auto& [k, v] : id.params) args.push_back(k + "=" + v);
+    for (const std::string& k : c.knobs) args.push_back(k);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    ASSERT_EQ(Halide::Internal::generate_filter_main(static_cast<int>(argv.size()), argv.data()), 0)
+        << c.spec;
+    std::ifstream in(dir + "/" + name + ".device_code");
+    std::stringstream ptx;
+    ptx << in.rdbuf();
+    const std::string text = ptx.str();
+    EXPECT_NE(text.find(".target sm_80"), std::string::npos) << c.spec;
+    EXPECT_EQ(text.find("dp4a") != std::string::npos, c.dp4a) << c.spec;
+    EXPECT_EQ(text.find("atom."), std::string::npos) << c.spec;
+    for (const char* host : {"_kernel_Y_", "_kernel_y_", "_kernel_x_q_", "_kernel_inv_"}) {
+      EXPECT_EQ(text.find(host), std::string::npos) << c.spec << ": " << host;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Seam, ATemplateThatDoesNotFitTheTargetIsRefused) {
   const Schedule cpu;
   EXPECT_NE(cpu.validate(kCuda, {32, false})
@@ -240,9 +465,16 @@ TEST(Seam, ATemplateThatDoesNotFitTheTargetIsRefused) {
                 .value_or("")
                 .find("template arm_matmul does not schedule x86 targets"),
             std::string::npos);
+  // CUDA targets have cuda_matmul, which schedules nothing else; 32-bit ARM has no template yet.
+  EXPECT_EQ(schedules::default_template(kCuda), "cuda_matmul");
+  EXPECT_NE(Schedule(schedules::CudaMatmulParams::knobs().defaults())
+                .validate(kAvx2, {32, true})
+                .value_or("")
+                .find("template cuda_matmul does not schedule x86 targets"),
+            std::string::npos);
   EXPECT_NE(error_of([] {
-              schedules::default_template(kCuda);
-            }).find("no schedule template schedules cuda targets"),
+              schedules::default_template(schedules::target_info("arm-32-linux"));
+            }).find("no schedule template schedules arm targets yet (arm-32-linux)"),
             std::string::npos);
   std::mt19937_64 rng(1);
   EXPECT_NE(error_of([&] {
@@ -303,7 +535,14 @@ TEST(Seam, TheGeneratorRefusesAScheduleThatDoesNotFit) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"x86-64-linux-cuda-cuda_capability_80", {}, "no schedule template schedules cuda targets"},
+      // CUDA's template refuses a float32 sum of separately rounded steps (its steps would be
+      // fused), and blocks beyond the GPU's limits.
+      {"x86-64-linux-cuda-cuda_capability_80",
+       {},
+       "cuda_matmul cannot sum float32 exactly with separately rounded steps"},
+      {"x86-64-linux-cuda-cuda_capability_80",
+       {{"contract", "fma"}, {"tile_rows", "64"}, {"thread_rows", "1"}, {"thread_cols", "1"}},
+       "has 4096 threads; a CUDA block has at most 1024"},
       {"x86-64-linux-cuda-cuda_capability_80",
        {{"template", "cpu_matmul"}},
        "does not schedule cuda targets"},
