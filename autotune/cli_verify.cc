@@ -230,6 +230,34 @@ Examples:
 
     auto remote = std::make_shared<RemoteRunner>(runner, build.exe, build.functions,
                                                  (fs::path(work) / "runner.stderr").string());
+    if (platform.cannot_run && o->runner.empty()) {
+      // Built and linked; the runner answered with its kernels. Nothing can run them here.
+      for (const Kernel& k : kernels) {
+        const std::string key = k.key.to_string();
+        const std::string& name = build.functions.at(key);
+        auto failed = build.failed.find(key);
+        std::cout << (failed == build.failed.end() ? "  built " : "  FAIL ") << name;
+        if (failed != build.failed.end()) std::cout << ": " << failed->second;
+        auto ins = build.instructions.find(key);
+        if (ins != build.instructions.end()) {
+          for (const auto& [n, c] : ins->second) std::cout << "; " << n << " " << c;
+        }
+        std::cout << "\n";
+      }
+      std::cout << "verify: " << target << ": not run: " << *platform.cannot_run << "; "
+                << kernels.size() - build.failed.size() << " kernels built and linked into "
+                << build.exe << ", which lists " << remote->kernels().size() << " kernels; "
+                << build.failed.size() << " failed to build\n";
+      if (!o->json.empty()) {
+        nlohmann::json j = {{"target", target},
+                            {"not_run", *platform.cannot_run},
+                            {"built", kernels.size() - build.failed.size()},
+                            {"listed", remote->kernels().size()},
+                            {"failed", build.failed.size()}};
+        std::ofstream(o->json) << j.dump(2) << "\n";
+      }
+      return build.failed.empty() ? kExitOk : kExitMismatch;
+    }
     std::cout << "verify: running on " << target << " through: " << runner << "\n";
     std::vector<Outcome> outcomes;
     int64_t cases = 0, outputs = 0, mismatches = 0, failures = 0;

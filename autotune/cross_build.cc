@@ -167,6 +167,27 @@ Platform platform_of(const schedules::TargetInfo& t) {
     p.instructions = {"vrmpy", "vdmpy", "vmpy", "vmpa", "sfmpy", "sffma"};
     return p;
   }
+  if (t.family == "cuda") {
+    // Host code for x86-64 with the kernels' PTX inside; the Halide runtime loads libcuda when a
+    // kernel first runs. The PTX is found by its text in the object.
+    if (t.target.rfind("x86-64-linux", 0) != 0) {
+      invalid("verify", "target ", t.target,
+              ": mmtune builds CUDA runners for x86-64-linux hosts (x86-64-linux-cuda-...)");
+    }
+    p.cc = {"cc", "-O2", "-std=gnu11"};
+    p.link = {"cc"};
+    p.link_libs = {"-lpthread", "-lm", "-ldl"};
+    p.sources = {"targets/runner/io_posix.c"};
+    p.default_runner = "{exe} {args}";
+    p.tools = {{"cc", "build-essential"}};
+    p.disassemble = {"strings", "-a"};
+    p.instructions = {"dp4a", "fma", "atom"};
+    std::error_code ec;
+    if (!fs::exists("/dev/nvidiactl", ec) && !fs::exists("/dev/nvidia0", ec)) {
+      p.cannot_run = "no GPU (no /dev/nvidiactl or /dev/nvidia0 on this machine)";
+    }
+    return p;
+  }
   if (t.family == "x86" && t.target.find("linux") != std::string::npos) {
     p.cc = {"cc", "-O2", "-std=gnu11"};
     p.link = {"cc"};
@@ -180,8 +201,8 @@ Platform platform_of(const schedules::TargetInfo& t) {
     return p;
   }
   invalid("verify", "target ", t.target, " (", t.family,
-          "): mmtune builds kernel runners for arm-64-linux, hexagon-32-noos-hvx and x86-64-linux "
-          "targets");
+          "): mmtune builds kernel runners for arm-64-linux, hexagon-32-noos-hvx, x86-64-linux and "
+          "x86-64-linux-cuda targets");
 }
 
 std::optional<std::string> missing_tool(const Platform& p, bool for_default_runner) {

@@ -30,6 +30,9 @@ struct Platform {
   // multiply-adds).
   std::vector<std::string> disassemble;
   std::vector<std::string> instructions;
+  // Why the kernels cannot run where verify runs with the default runner (CUDA without a GPU), or
+  // nullopt: they are built and linked, and the runner lists them, but no case runs.
+  std::optional<std::string> cannot_run;
 };
 
 // The platform of `t`'s family; InvalidArgument naming the target when mmtune builds no runner for

@@ -115,7 +115,7 @@ Operands operands_of(const Func& f, const Var& j, const Var& i) {
 // The pure vars of f that stage `s` (0: the pure definition, u + 1: update u) keeps as plain
 // arguments, in order.
 std::vector<Var> pure_vars(const Func& f, int s) {
-  const std::vector<Var> vars = f.args();
+  std::vector<Var> vars = f.args();
   if (s == 0) return vars;
   std::vector<Var> kept;
   for (const Var& v : vars) {

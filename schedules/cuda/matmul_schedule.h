@@ -6,9 +6,9 @@
 
 namespace mmtune::schedules {
 
-// Schedules `p`, built for params.layout(t, acc) (p.layout) for a sum `acc` that params validate
+// Schedules `p`, built for params.layout(t, kind) (p.layout) for a sum `kind` that params validate
 // for, on a CUDA target: the K sum on the GPU, the epilogue and every producer with a float step on
 // the host.
-void schedule_cuda_matmul(MatmulPipeline& p, const CudaMatmulParams& params, Accumulator acc);
+void schedule_cuda_matmul(MatmulPipeline& p, const CudaMatmulParams& params, Accumulator kind);
 
 }  // namespace mmtune::schedules

@@ -26,6 +26,11 @@
 #include "HalideRuntime.h"
 #include "runner_io.h"
 
+/* A GPU kernel leaves its outputs on the device: they are copied back before the reply. Weak, so
+ * that runtimes without device support (freestanding Hexagon) link without them. */
+#pragma weak halide_copy_to_host
+#pragma weak halide_device_free
+
 #define MAGIC 0x52544d4du /* "MMTR" */
 #define GUARD 256
 #define MAX_ARGS 64
@@ -232,6 +237,12 @@ static void call_kernel(void) {
   message_length = 0;
   message[0] = 0;
   rc = mmtune_runner_kernels[index].argv_fn(argv);
+  for (i = 0; i < count; ++i) {
+    halide_buffer_t* b = &args[i].buffer;
+    if (args[i].kind == 0 || b->device == 0) continue;
+    if (rc == 0 && halide_copy_to_host) rc = halide_copy_to_host(0, b);
+    if (halide_device_free) (void)halide_device_free(0, b);
+  }
   write_u32(MAGIC);
   write_u32((uint32_t)rc);
   write_u32((uint32_t)message_length);
