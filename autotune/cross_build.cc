@@ -115,6 +115,21 @@ std::map<std::string, int> count_instructions(const std::string& listing,
 
 }  // namespace
 
+namespace {
+
+// The runner of a target this machine runs itself (x86-64 Linux; CUDA's host side): the host's C
+// compiler over a C library, started as it is.
+void native_runner(Platform& p) {
+  p.cc = {"cc", "-O2", "-std=gnu11"};
+  p.link = {"cc"};
+  p.link_libs = {"-lpthread", "-lm", "-ldl"};
+  p.sources = {"targets/runner/io_posix.c"};
+  p.default_runner = "{exe} {args}";
+  p.tools = {{"cc", "build-essential"}};
+}
+
+}  // namespace
+
 std::string runner_source_dir() {
   const char* env = std::getenv("MMTUNE_SOURCE_DIR");
   return env != nullptr && *env != '\0' ? env : MMTUNE_SOURCE_DIR;
@@ -174,12 +189,7 @@ Platform platform_of(const schedules::TargetInfo& t) {
       invalid("verify", "target ", t.target,
               ": mmtune builds CUDA runners for x86-64-linux hosts (x86-64-linux-cuda-...)");
     }
-    p.cc = {"cc", "-O2", "-std=gnu11"};
-    p.link = {"cc"};
-    p.link_libs = {"-lpthread", "-lm", "-ldl"};
-    p.sources = {"targets/runner/io_posix.c"};
-    p.default_runner = "{exe} {args}";
-    p.tools = {{"cc", "build-essential"}};
+    native_runner(p);
     p.disassemble = {"strings", "-a"};
     p.instructions = {"dp4a", "fma", "atom"};
     std::error_code ec;
@@ -189,12 +199,7 @@ Platform platform_of(const schedules::TargetInfo& t) {
     return p;
   }
   if (t.family == "x86" && t.target.find("linux") != std::string::npos) {
-    p.cc = {"cc", "-O2", "-std=gnu11"};
-    p.link = {"cc"};
-    p.link_libs = {"-lpthread", "-lm", "-ldl"};
-    p.sources = {"targets/runner/io_posix.c"};
-    p.default_runner = "{exe} {args}";
-    p.tools = {{"cc", "build-essential"}};
+    native_runner(p);
     p.disassemble = {"objdump", "-d"};
     p.instructions = {"vpdpbusd", "vpdpwssd",  "vpmaddwd",    "vpmaddubsw",
                       "pmaddwd",  "pmaddubsw", "vfmadd231ps", "vfmadd231pd"};
