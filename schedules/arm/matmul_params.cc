@@ -28,14 +28,7 @@ ArmMatmulParams ArmMatmulParams::defaults(const TargetInfo& t, Accumulator acc) 
   ArmMatmulParams p = knobs().defaults();
   if (acc.exact && acc.operand_bits == 8 && !acc.mixed_sign && t.isa == "neondot") p.k_group = 4;
   p.fit_draw(t, acc);
-  if (p.validate(t, acc)) {
-    // 64-bit lanes: two per register, a 4x2 tile without strips.
-    p.tile_rows = 4;
-    p.tile_vectors = 2;
-    p.n_block = 0;
-  }
-  MMTUNE_CHECK(!p.validate(t, acc), "no default arm_matmul parameters fit " << t.target);
-  return p;
+  return fit_default_tile(p, t, acc);
 }
 
 std::vector<ArmMatmulParams> ArmMatmulParams::gemv_forms(const TargetInfo& t, Accumulator acc) {

@@ -62,14 +62,7 @@ MatmulLayout CpuMatmulParams::layout(const TargetInfo& t, Accumulator acc) const
 }
 
 CpuMatmulParams CpuMatmulParams::defaults(const TargetInfo& t, Accumulator acc) {
-  CpuMatmulParams p = knobs().defaults();
-  if (p.validate(t, acc)) {
-    p.tile_rows = 4;
-    p.tile_vectors = 2;
-    p.n_block = 0;
-  }
-  MMTUNE_CHECK(!p.validate(t, acc), "no default cpu_matmul parameters fit " << t.target);
-  return p;
+  return fit_default_tile(knobs().defaults(), t, acc);
 }
 
 std::vector<CpuMatmulParams> CpuMatmulParams::gemv_forms(const TargetInfo& t, Accumulator acc) {

@@ -84,4 +84,19 @@ struct CpuMatmulParams {
   void fit_draw(const TargetInfo& t, Accumulator acc);
 };
 
+// A register-tiled template's defaults `p` where its table's tile does not fit `t`'s registers
+// (64-bit lanes on a 16-register ISA): a 4x2 tile without strips. P is cpu_matmul's params or a
+// template derived from them (arm_matmul), checked by its own validate().
+template <class P>
+P fit_default_tile(P p, const TargetInfo& t, Accumulator acc) {
+  if (p.validate(t, acc)) {
+    p.tile_rows = 4;
+    p.tile_vectors = 2;
+    p.n_block = 0;
+  }
+  MMTUNE_CHECK(!p.validate(t, acc),
+               "no default " << P::kTemplate << " parameters fit " << t.target);
+  return p;
+}
+
 }  // namespace mmtune::schedules
