@@ -201,6 +201,7 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     double timeout = 180;
     bool quiet = false, no_emit = false, no_package = false;
     std::string inject_fault;
+    std::string runner, cost;
   };
   auto o = std::make_shared<Opts>();
   sub->add_option("--op", o->ops, "kernel identity SPEC (repeatable)");
@@ -209,6 +210,15 @@ std::function<int()> add_autotune_command(CLI::App& app) {
   sub->add_option("--shapes", o->shapes, "shape list file: `name M N K` a line");
   sub->add_option("--shape", o->shape, "M,N,K (repeatable)");
   sub->add_option("--target", o->target, "Halide target (default: this machine)");
+  sub->add_option("--runner", o->runner,
+                  "command template that runs the kernel runner on the target, {exe} its path, "
+                  "{args} its arguments, e.g. 'ssh board {exe} {args}' (a target this machine does "
+                  "not run; default: its qemu)");
+  sub->add_option("--cost", o->cost,
+                  "how a cross target's candidates are costed: qemu_instructions (the proxy: "
+                  "instructions executed under qemu; the default without --runner) or "
+                  "device_time (the target's clock through --runner; the default with it)")
+      ->check(CLI::IsMember({"qemu_instructions", "device_time"}));
   sub->add_option("--budget", o->budget, "time for the whole run: 90s, 5m, 1h30m");
   sub->add_option("--max-candidates", o->max_candidates,
                   "candidates per identity and bucket (default 12; with --budget, 1000)");
@@ -279,7 +289,12 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     t.emit = !o->no_emit;
     t.exe = self_exe();
     t.inject_fault = o->inject_fault;
-    const bool package = t.emit && !o->no_package;
+    t.runner = o->runner;
+    t.cost = o->cost;
+    const bool remote = tune::tunes_remotely(t);
+    // The package's libraries are built on and for this machine (emit_package); a cross target's
+    // kernels are built by the CMake options of docs/targets.md from tuned/<target>.json.
+    const bool package = t.emit && !o->no_package && !remote;
     if (package) check_package_prerequisites("autotune", t.out + "/package");
     const tune::TuneSummary s = tune::autotune(t);
     std::cout << "mmtune autotune: " << s.units << " identity x bucket units, " << s.new_records
@@ -291,6 +306,11 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     }
     if (!s.tuned.empty()) std::cout << "mmtune autotune: wrote " << s.tuned << "\n";
     if (!s.report.empty()) std::cout << "mmtune autotune: wrote " << s.report << "\n";
+    if (!s.tuned.empty() && remote && t.emit && !o->no_package) {
+      std::cout << "mmtune autotune: no package for " << t.target
+                << " (packages are built for this machine); its kernels build from " << s.tuned
+                << " with the cross-target CMake options (docs/targets.md)\n";
+    }
     if (!s.tuned.empty() && package) {
       try {
         emit_package({"autotune", {s.tuned}, t.out + "/package"});

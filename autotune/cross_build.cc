@@ -148,6 +148,7 @@ Platform platform_of(const schedules::TargetInfo& t) {
     p.link_libs = {"-lpthread", "-lm", "-ldl"};
     p.sources = {"targets/runner/io_posix.c"};
     p.default_runner = "qemu-aarch64 -cpu max {exe} {args}";
+    p.counting_runner = "HL_NUM_THREADS=1 qemu-aarch64 -cpu max -plugin {plugin} {exe} {args}";
     p.tools = {{"aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"}, {"qemu-aarch64", "qemu-user"}};
     p.disassemble = {"aarch64-linux-gnu-objdump", "-d"};
     p.instructions = {"sdot", "udot", "fmla", "fmul", "mla", "smlal", "umlal", "smull", "umull"};
@@ -176,6 +177,7 @@ Platform platform_of(const schedules::TargetInfo& t) {
     p.sources = {"targets/hexagon/start.S", "targets/hexagon/platform.c",
                  "targets/hexagon/builtins.c"};
     p.default_runner = "qemu-hexagon {exe} {args}";
+    p.counting_runner = "qemu-hexagon -plugin {plugin} {exe} {args}";  // no threads
     p.tools = {{"clang", "clang"}, {"ld.lld", "lld"}, {"qemu-hexagon", "qemu-user"}};
     p.disassemble = {"llvm-objdump", "-d", "--mcpu=" + level,
                      "--mattr=+hvx-length128b,+hvxv" + level.substr(8)};
@@ -220,6 +222,26 @@ std::optional<std::string> missing_tool(const Platform& p, bool for_default_runn
     }
   }
   return std::nullopt;
+}
+
+std::string counting_plugin(const std::string& dir_text) {
+  const fs::path dir = fs::absolute(dir_text);
+  fs::create_directories(dir);
+  const fs::path source = fs::path(runner_source_dir()) / "targets" / "qemu" / "insn_count.c";
+  const fs::path plugin = dir / "insn_count.so";
+  std::error_code ec;
+  if (fs::exists(plugin, ec) && fs::last_write_time(plugin, ec) >= fs::last_write_time(source, ec))
+    return plugin.string();
+  const std::string cc = find_program("cc");
+  if (cc.empty()) invalid("autotune", "the qemu instruction counter needs cc (build-essential)");
+  const fs::path partial = dir / "insn_count.so.partial";
+  require_built(run_steps({{{cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", source.string(),
+                             "-o", partial.string()},
+                            (dir / "insn_count.log").string(),
+                            "the qemu instruction counter"}},
+                          1, [](const std::string&) {}));
+  fs::rename(partial, plugin);
+  return plugin.string();
 }
 
 RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>& kernels,

@@ -33,6 +33,9 @@ struct Platform {
   // Why the kernels cannot run where verify runs with the default runner (CUDA without a GPU), or
   // nullopt: they are built and linked, and the runner lists them, but no case runs.
   std::optional<std::string> cannot_run;
+  // The default runner with qemu's instruction counter loaded, {plugin} standing for the plugin's
+  // argument (counting_plugin), one guest thread; "" when the target runs under no qemu.
+  std::string counting_runner;
 };
 
 // The platform of `t`'s family; InvalidArgument naming the target when mmtune builds no runner for
@@ -63,6 +66,11 @@ struct RunnerBuild {
 RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>& kernels,
                          const std::string& dir, int jobs,
                          const std::function<void(const std::string&)>& progress);
+
+// The qemu plugin that counts the guest instructions between the runner's marks
+// (targets/qemu/insn_count.c), built for this machine with its C compiler into `dir` (reused when
+// up to date): its path. InvalidArgument naming the log when it does not build.
+std::string counting_plugin(const std::string& dir);
 
 // The folder of the mmtune source tree the runner's sources are read from: MMTUNE_SOURCE_DIR in
 // the environment, else the tree this program was built from.

@@ -16,7 +16,7 @@ namespace mmtune {
 namespace {
 
 constexpr uint32_t kMagic = 0x52544d4d;  // "MMTR"
-constexpr uint32_t kList = 1, kCall = 2, kQuit = 0;
+constexpr uint32_t kList = 1, kCall = 2, kMeasure = 3, kQuit = 0;
 
 // A word in single quotes for /bin/sh.
 std::string shell_quote(const std::string& s) {
@@ -190,7 +190,8 @@ void RemoteRunner::call(const KernelKey& key, const std::vector<KernelArg>& args
   }
   std::vector<uint8_t> req;
   append_value(req, kMagic);
-  append_value(req, kCall);
+  append_value(req, repetitions_ > 0 ? kMeasure : kCall);
+  if (repetitions_ > 0) append_value(req, static_cast<uint32_t>(repetitions_));
   append_value(req, ix->second);
   append_value(req, static_cast<uint32_t>(args.size()));
   std::vector<Span> spans(args.size());
@@ -233,6 +234,8 @@ void RemoteRunner::call(const KernelKey& key, const std::vector<KernelArg>& args
   read_all(message.data(), length);
   uint32_t entries = 0;
   read_all(&entries, 4);
+  uint64_t elapsed_ns = 0;
+  if (entries == 0 && rc != 0 && repetitions_ > 0) read_all(&elapsed_ns, 8);
   if (entries == 0 && rc != 0) {
     throw InternalError("mmtune: the kernel runner refused the call of " + f->second + " (" + text +
                         "): " + message);
@@ -257,6 +260,11 @@ void RemoteRunner::call(const KernelKey& key, const std::vector<KernelArg>& args
       violation = "argument " + std::to_string(i) + ": the kernel wrote " +
                   ((flags & 1) != 0 ? "before" : "past the end of") + " the buffer (guard region)";
     }
+  }
+  if (repetitions_ > 0) {
+    read_all(&elapsed_ns, 8);
+    measured_ns_ += elapsed_ns;
+    ++measured_calls_;
   }
   ++calls_;
   if (rc != 0) {

@@ -37,6 +37,16 @@ class RemoteRunner : public KernelExecutor {
   const std::vector<std::string>& kernels() const { return names_; }
   int64_t calls() const { return calls_; }
 
+  // Measuring (repetitions > 0): each call then runs its kernel that many times in a row on the
+  // target, between the runner's marks (an instruction counter's start and end, see
+  // targets/qemu/insn_count.c) and the target's clock, and adds the runs' nanoseconds to
+  // measured_ns() (0 when the target has no clock). 0: plain calls (the default).
+  void set_repetitions(int repetitions) { repetitions_ = repetitions; }
+  // Nanoseconds and calls measured since the last reset.
+  uint64_t measured_ns() const { return measured_ns_; }
+  int64_t measured_calls() const { return measured_calls_; }
+  void reset_measured() { measured_ns_ = 0, measured_calls_ = 0; }
+
  private:
   void write_all(const void* data, std::size_t n);
   void read_all(void* data, std::size_t n);
@@ -51,6 +61,9 @@ class RemoteRunner : public KernelExecutor {
   int to_runner_ = -1;
   int from_runner_ = -1;
   int64_t calls_ = 0;
+  int repetitions_ = 0;
+  uint64_t measured_ns_ = 0;
+  int64_t measured_calls_ = 0;
 };
 
 }  // namespace mmtune

@@ -25,6 +25,7 @@
 #include "autotune/halide_jit.h"
 #include "autotune/halide_ops.h"
 #include "autotune/tune_inputs.h"
+#include "autotune/tune_remote.h"
 #include "reference/error.h"
 #include "reference/registry.h"
 
@@ -37,27 +38,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// Gate one schedule: every case of the battery through the guarded, poisoned output
-// (autotune/gate.h). Returns whether every output matched; `report` receives the counts and the
-// first mismatch.
-bool gate_schedule(const KernelIdentity& id, const Job& job, const HalideVariant& v,
-                   const schedules::Tile& tile, nlohmann::json& report) {
-  GateOptions o;
-  o.shape = job.shape;
-  o.full = job.full_gate;
-  o.bucket_only = job.bucket_gate;
-  o.seed = job.seed;
-  o.drop_tail = job.inject_fault == "drop_tail";
-  const GateSummary g = gate_battery(id, v, tile, o);
-  report["cases"] = g.kernel_cases;
-  report["reference_cases"] = g.reference_cases;
-  report["outputs"] = g.outputs;
-  if (!g.first_mismatch.is_null()) report["first_mismatch"] = g.first_mismatch;
-  report["full"] = job.full_gate;
-  if (job.bucket_gate) report["scope"] = "bucket";
-  return g.passed();
 }
 
 // Times the schedules interleaved, each on its own rotation of the bucket's timing calls.
@@ -103,6 +83,24 @@ std::string tail_of(const std::string& path) {
 
 }  // namespace
 
+bool gate_schedule(const KernelIdentity& id, const Job& job, const HalideVariant& v,
+                   const schedules::Tile& tile, nlohmann::json& report) {
+  GateOptions o;
+  o.shape = job.shape;
+  o.full = job.full_gate;
+  o.bucket_only = job.bucket_gate;
+  o.seed = job.seed;
+  o.drop_tail = job.inject_fault == "drop_tail";
+  const GateSummary g = gate_battery(id, v, tile, o);
+  report["cases"] = g.kernel_cases;
+  report["reference_cases"] = g.reference_cases;
+  report["outputs"] = g.outputs;
+  if (!g.first_mismatch.is_null()) report["first_mismatch"] = g.first_mismatch;
+  report["full"] = job.full_gate;
+  if (job.bucket_gate) report["scope"] = "bucket";
+  return g.passed();
+}
+
 nlohmann::json Job::to_json() const {
   return {{"identity", identity},
           {"target", target},
@@ -121,7 +119,10 @@ nlohmann::json Job::to_json() const {
             {"threads", measure.threads}}},
           {"measure_lock", measure_lock},
           {"inject_fault", inject_fault},
-          {"seed", seed}};
+          {"seed", seed},
+          {"cost", cost},
+          {"runner", runner},
+          {"work", work}};
 }
 
 Job Job::from_json(const nlohmann::json& j) {
@@ -144,10 +145,14 @@ Job Job::from_json(const nlohmann::json& j) {
   job.measure_lock = j.at("measure_lock").get<std::string>();
   job.inject_fault = j.at("inject_fault").get<std::string>();
   job.seed = j.at("seed").get<uint64_t>();
+  job.cost = j.value("cost", "");
+  job.runner = j.value("runner", "");
+  job.work = j.value("work", "");
   return job;
 }
 
 std::vector<Record> evaluate(const Job& job, const std::function<void(const std::string&)>& phase) {
+  if (!job.cost.empty()) return evaluate_remote(job, phase);
   const KernelIdentity id = parse_identity_spec(job.identity);
   const schedules::TargetInfo info = schedules::target_info(resolve_target(job.target));
   std::vector<Record> records;

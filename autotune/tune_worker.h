@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "autotune/kernel_key.h"
+#include "autotune/tune_inputs.h"
 #include "autotune/tune_timing.h"
 #include "autotune/tuning_db.h"
 
@@ -39,10 +41,23 @@ struct Job {
   // compiles (a compiler crash).
   std::string inject_fault;
   uint64_t seed = 1;
+  // A target this machine does not run (autotune/tune_remote.h): how the schedules are costed
+  // there ("qemu_instructions" or "device_time"; "" for this machine's own timing), the runner
+  // command that reaches the target ("" for its default, qemu), and the folder the kernel
+  // runners are built in.
+  std::string cost;
+  std::string runner;
+  std::string work;
 
   nlohmann::json to_json() const;
   static Job from_json(const nlohmann::json& j);
 };
+
+// Gates one schedule of the job: every case of the battery (autotune/gate.h) through the guarded,
+// poisoned output, with the job's shape, scope and seed. Returns whether every output matched;
+// `report` receives the counts and the first mismatch.
+bool gate_schedule(const KernelIdentity& id, const Job& job, const HalideVariant& v,
+                   const schedules::Tile& tile, nlohmann::json& report);
 
 // Runs the job in this process: one record per schedule (identity, bucket, target, schedule,
 // shape, outcome, gate, samples, rate; provenance is the caller's). `phase` is told "compile i",

@@ -21,6 +21,7 @@
 
 #include "Halide.h"
 #include "autotune/atomic_file.h"
+#include "autotune/cross_build.h"
 #include "autotune/halide_jit.h"
 #include "autotune/kernel_key.h"
 #include "autotune/kernel_naming.h"
@@ -28,6 +29,7 @@
 #include "autotune/tune_buckets.h"
 #include "autotune/tune_inputs.h"
 #include "autotune/tune_machine.h"
+#include "autotune/tune_remote.h"
 #include "autotune/tune_report.h"
 #include "autotune/tune_search.h"
 #include "autotune/tune_timing.h"
@@ -103,6 +105,20 @@ uint64_t mix(uint64_t seed, const std::string& text) {
 std::string rate_text(double rate) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(rate >= 1e11 ? 0 : 1) << rate / 1e9 << " G/s";
+  return os.str();
+}
+
+// A record's cost kind: "" for this machine's wall time, else extra.cost.kind.
+std::string cost_kind(const Record& r) {
+  const auto c = r.extra.find("cost");
+  return c != r.extra.end() && c->is_object() ? c->value("kind", "") : "";
+}
+
+// A record's rate with its unit: G/s, or operations per instruction for the qemu proxy.
+std::string rate_text(const Record& r) {
+  if (cost_kind(r) != kCostQemuInstructions) return rate_text(r.rate);
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(3) << r.rate << " op/instruction (qemu count, proxy)";
   return os.str();
 }
 
@@ -207,11 +223,11 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
          << " (" << p.value("cores", 0) << " cores), Halide " << p.value("halide", "?")
          << ", mmtune " << p.value("mmtune", "?") << ", " << p.value("threads", 1)
          << " thread(s): bucket " << r.bucket << " at " << r.shape.at(0) << "x" << r.shape.at(1)
-         << "x" << r.shape.at(2) << " " << rate_text(r.rate) << " (" << w.passed << " of "
+         << "x" << r.shape.at(2) << " " << rate_text(r) << " (" << w.passed << " of "
          << w.candidates << " candidates passed the gate)";
     if (&r != w.record) {
       prov << ", serving within " << std::lround(100 * sv->second.tolerance)
-           << "% noise of the bucket's own winner (" << rate_text(w.record->rate) << ")";
+           << "% noise of the bucket's own winner (" << rate_text(*w.record) << ")";
     }
     if (auto it = by_name.find(name); it != by_name.end()) {
       nlohmann::json& k = kernels[it->second];
@@ -294,12 +310,23 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
   for (nlohmann::json& k : kernels) {
     if (kernels_of[k["op"].dump() + k["params"].dump()] == 1) k["bucket"] = "any";
   }
-  return {{"target", target},
-          {"note",
-           "Written by `mmtune autotune` (or `mmtune emit`) from its tuning database: per kernel "
-           "identity and shape bucket, the fastest schedule that passed the bit-for-bit gate; "
-           "names per docs/naming.md."},
-          {"kernels", kernels}};
+  nlohmann::json db = {
+      {"target", target},
+      {"note",
+       "Written by `mmtune autotune` (or `mmtune emit`) from its tuning database: per kernel "
+       "identity and shape bucket, the fastest schedule that passed the bit-for-bit gate; "
+       "names per docs/naming.md."},
+      {"kernels", kernels}};
+  // How the winners were ranked, when not by this machine's clock.
+  std::set<std::string> costs;
+  for (const auto& [group, w] : best) costs.insert(cost_kind(*w.record));
+  costs.erase("");
+  for (const std::string& c : costs) db["cost"][c] = cost_description(c);
+  return db;
+}
+
+bool tunes_remotely(const TuneOptions& o) {
+  return !o.runner.empty() || !o.cost.empty() || cpu_cannot_run(resolve_target(o.target));
 }
 
 TuneSummary autotune(const TuneOptions& o) {
@@ -326,14 +353,26 @@ TuneSummary autotune(const TuneOptions& o) {
       baselines.push_back(*name);
   }
   const std::string target = resolve_target(o.target);
-  // Candidates are timed here: a target this CPU cannot run is for a machine that has it (tuning
-  // through a runner command or a proxy cost is not there yet; `mmtune verify` checks a cross
-  // target's kernels bit for bit under emulation or on a device).
-  if (auto why = cpu_cannot_run(target)) {
-    invalid("autotune", "--target ", target, " cannot run on this machine (", *why,
-            "); tune on a machine that has it (cross-target tuning through a runner is not "
-            "supported yet; `mmtune verify --target ", target,
-            "` checks its kernels bit for bit under emulation or through --runner)");
+  // A target this CPU cannot run is tuned through its kernel runner (autotune/tune_remote.h):
+  // under qemu with the proxy cost, or on a device with its clock.
+  const bool remote = tunes_remotely(o);
+  std::string cost;
+  if (remote) {
+    const verify::Platform platform = verify::platform_of(schedules::target_info(target));
+    cost = !o.cost.empty() ? o.cost : o.runner.empty() ? kCostQemuInstructions : kCostDeviceTime;
+    if (platform.cannot_run && o.runner.empty()) {
+      invalid("autotune", "--target ", target, ": ", *platform.cannot_run,
+              ", and no emulator runs it: tune on a machine that has one (with --runner and "
+              "--cost device_time)");
+    }
+    if (cost == kCostQemuInstructions && platform.counting_runner.empty()) {
+      invalid("autotune", "--target ", target, " runs under no qemu, so it has no ",
+              kCostQemuInstructions, " proxy: pass --runner with --cost device_time");
+    }
+    if (auto why =
+            verify::missing_tool(platform, o.runner.empty() || cost == kCostQemuInstructions)) {
+      invalid("autotune", "--target ", target, ": ", *why);
+    }
   }
   const schedules::TargetInfo info = schedules::target_info(target);
   (void)schedules::default_template(info);  // InvalidArgument when no template schedules it
@@ -365,7 +404,13 @@ TuneSummary autotune(const TuneOptions& o) {
   // The machine's peak FLOP/s and memory bandwidth, for the report's roofline: measured again by
   // every run that writes a report (a resumed run too), under the timer's lock.
   nlohmann::json machine;
-  if (o.emit) {
+  if (remote) {
+    progress.line("mmtune autotune: " + target + " through its kernel runner (" +
+                  (o.runner.empty() ? "qemu" : o.runner) + "), cost " + cost + ": " +
+                  cost_description(cost) +
+                  "; no BLAS or autoscheduler baselines and no machine figures for it");
+  }
+  if (o.emit && !remote) {
     std::vector<int> threads = {1, o.measure.threads,
                                 static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN))};
     {
@@ -484,6 +529,9 @@ TuneSummary autotune(const TuneOptions& o) {
       job.measure_lock = measure_lock;
       job.inject_fault = o.inject_fault;
       job.seed = mix(o.seed, u.identity + u.bucket.name);
+      job.cost = cost;
+      job.runner = o.runner;
+      job.work = std::filesystem::absolute(scratch).string();
       return job;
     };
     auto status = [&] {
@@ -493,7 +541,12 @@ TuneSummary autotune(const TuneOptions& o) {
       os << "[" << (ui + 1) << "/" << units.size() << "] " << u.identity << " " << u.bucket.name
          << ": " << tried << "/" << o.max_candidates << " candidates";
       for (const auto& [name, n] : outcome_counts) os << " " << name << "=" << n;
-      os << ", best " << rate_text(best_rate) << ", " << static_cast<int>(elapsed()) << " s";
+      if (cost == kCostQemuInstructions) {
+        os << ", best " << std::fixed << std::setprecision(3) << best_rate << " op/instruction";
+      } else {
+        os << ", best " << rate_text(best_rate);
+      }
+      os << ", " << static_cast<int>(elapsed()) << " s";
       if (o.budget_s > 0)
         os << ", ETA " << static_cast<int>(std::max(0.0, o.budget_s - elapsed())) << " s";
       return os.str();
@@ -504,7 +557,7 @@ TuneSummary autotune(const TuneOptions& o) {
                   " candidates in the database)");
     // The BLAS libraries that compute the same thing, timed here (they do not crash) before the
     // candidates, each once per database.
-    for (const std::string& name : blas_baselines(u.id)) {
+    for (const std::string& name : remote ? std::vector<std::string>{} : blas_baselines(u.id)) {
       const nlohmann::json schedule = {{"baseline", name}};
       const Job job = make_job({schedule}, false);
       if (g_interrupts > 0 || db.contains(baseline_stub(job).key())) continue;
@@ -571,7 +624,7 @@ TuneSummary autotune(const TuneOptions& o) {
     }
     // Baselines: each autoscheduler on the same algorithm, once per unit (a resumed run skips the
     // ones in the database), --jobs at once, gated and timed as the candidates.
-    for (const std::string& name : baselines) {
+    for (const std::string& name : remote ? std::vector<std::string>{} : baselines) {
       if (g_interrupts > 0) break;
       // Gated on the bucket's shape only, it is another record than under the full gate.
       nlohmann::json schedule = {{"baseline", name}};

@@ -45,6 +45,11 @@ struct TuneOptions {
   std::string exe;           // this program (workers are its children)
   std::string inject_fault;  // tests only (tune_worker.h)
   MeasureOptions measure;
+  // A target reached through a kernel runner (autotune/tune_remote.h): the runner command ("" for
+  // the target's default, qemu) and the cost ("" for the default: qemu_instructions without a
+  // runner, device_time with one).
+  std::string runner;
+  std::string cost;
 };
 
 struct TuneSummary {
@@ -57,6 +62,10 @@ struct TuneSummary {
 };
 
 TuneSummary autotune(const TuneOptions& o);
+
+// Whether the options' target is tuned through a kernel runner (a target this CPU cannot run, or
+// --runner / --cost given) rather than in this process's workers.
+bool tunes_remotely(const TuneOptions& o);
 
 // This run's provenance: CPU model and flags, Halide version, mmtune commit, compiler, date, load
 // average, threads.

@@ -26,7 +26,8 @@
 
 enum {
     SYS_read = 63, SYS_write = 64, SYS_exit_group = 94,
-    SYS_munmap = 215, SYS_mmap = 222 /* mmap2 on 32-bit: offset in pages */
+    SYS_munmap = 215, SYS_mmap = 222, /* mmap2 on 32-bit: offset in pages */
+    SYS_clock_gettime = 113 /* 32-bit time_t */
 };
 
 static long syscall6(long nr, long a, long b, long c, long d, long e, long f) {
@@ -71,6 +72,14 @@ void mmtune_io_exit(int code) {
 
 void* mmtune_io_alloc(size_t bytes) { return malloc(bytes); }
 void mmtune_io_free(void* p) { free(p); }
+
+void mmtune_io_mark(int which) { (void)syscall6(MMTUNE_MARK_SYSCALL, which, 0, 0, 0, 0, 0); }
+
+unsigned long long mmtune_io_clock_ns(void) {
+    long t[2]; /* CLOCK_MONOTONIC */
+    if (syscall6(SYS_clock_gettime, 1, (long)t, 0, 0, 0, 0) != 0) return 0;
+    return (unsigned long long)t[0] * 1000000000ull + (unsigned long long)(unsigned long)t[1];
+}
 
 /* Writes all of s to fd 2, retrying short writes; used for diagnostics. */
 static void write_err_all(const char* s) {

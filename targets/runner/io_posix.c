@@ -1,6 +1,8 @@
 /* runner_io.h over a C library. */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runner_io.h"
@@ -32,3 +34,11 @@ void* mmtune_io_alloc(size_t bytes) {
 
 void mmtune_io_free(void* p) { free(p); }
 void mmtune_io_exit(int code) { _exit(code); }
+
+void mmtune_io_mark(int which) { (void)syscall(MMTUNE_MARK_SYSCALL, which); }
+
+unsigned long long mmtune_io_clock_ns(void) {
+  struct timespec t;
+  if (clock_gettime(CLOCK_MONOTONIC, &t) != 0) return 0;
+  return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
+}

@@ -18,6 +18,11 @@
  *                   number of buffer arguments), then per buffer argument in order
  *                   u32 argument index, u32 guard flags (1: a byte before the span changed,
  *                   2: a byte after it), u64 bytes, the bytes (output buffers; 0 for inputs)
+ *     op 3 (measure): u32 repetitions (>= 1), then as op 2; the kernel runs that many times in a
+ *                   row between two marks (mmtune_io_mark: the count of a qemu instruction counter,
+ *                   targets/qemu/insn_count.c) and the platform's clock; the reply is op 2's
+ *                   (outputs of the last run) followed by u64 nanoseconds the runs took (0: the
+ *                   platform has no clock)
  *     op 0 (quit):  exit 0
  * Every buffer is placed between two guard regions of a fixed pattern, checked after the call. */
 #include <stddef.h>
@@ -153,7 +158,9 @@ static void skip(uint64_t bytes) {
   }
 }
 
-static void call_kernel(void) {
+/* Runs a request's kernel: once (op 2, repetitions 0) or `repetitions` times between marks (op 3).
+ */
+static void call_kernel(uint32_t repetitions) {
   static struct arg args[MAX_ARGS];
   void* argv[MAX_ARGS];
   const uint32_t index = read_u32();
@@ -162,12 +169,14 @@ static void call_kernel(void) {
   const struct halide_filter_metadata_t* md = 0;
   uint32_t i;
   int rc;
+  uint64_t start, elapsed = 0;
   if (count > MAX_ARGS) fail("too many arguments");
   if (index >= (uint32_t)mmtune_runner_kernel_count) {
     refused = "no kernel of that index is linked into the runner";
   } else {
     md = mmtune_runner_kernels[index].metadata();
-    if ((uint32_t)md->num_arguments != count) refused = "the argument count differs from the kernel's";
+    if ((uint32_t)md->num_arguments != count)
+      refused = "the argument count differs from the kernel's";
   }
   for (i = 0; i < count; ++i) {
     struct arg* a = &args[i];
@@ -229,6 +238,7 @@ static void call_kernel(void) {
   }
   if (refused) {
     reply_refused(refused);
+    if (repetitions > 0) write_u64(0);
     for (i = 0; i < count; ++i) {
       if (args[i].block) mmtune_io_free(args[i].block);
     }
@@ -236,7 +246,17 @@ static void call_kernel(void) {
   }
   message_length = 0;
   message[0] = 0;
-  rc = mmtune_runner_kernels[index].argv_fn(argv);
+  if (repetitions == 0) {
+    rc = mmtune_runner_kernels[index].argv_fn(argv);
+  } else {
+    uint32_t r;
+    mmtune_io_mark(1);
+    start = mmtune_io_clock_ns();
+    rc = 0;
+    for (r = 0; r < repetitions && rc == 0; ++r) rc = mmtune_runner_kernels[index].argv_fn(argv);
+    elapsed = mmtune_io_clock_ns() - start;
+    mmtune_io_mark(2);
+  }
   for (i = 0; i < count; ++i) {
     halide_buffer_t* b = &args[i].buffer;
     if (args[i].kind == 0 || b->device == 0) continue;
@@ -271,6 +291,7 @@ static void call_kernel(void) {
     }
     mmtune_io_free(a->block);
   }
+  if (repetitions > 0) write_u64(elapsed);
 }
 
 int main(int argc, char** argv) {
@@ -286,7 +307,11 @@ int main(int argc, char** argv) {
     if (op == 1) {
       list_kernels();
     } else if (op == 2) {
-      call_kernel();
+      call_kernel(0);
+    } else if (op == 3) {
+      const uint32_t repetitions = read_u32();
+      if (repetitions == 0) fail("a measure request of 0 repetitions");
+      call_kernel(repetitions);
     } else {
       fail("an unknown request");
     }

@@ -16,6 +16,13 @@ long mmtune_io_write_err(const void* buf, size_t n); /* stderr */
 void* mmtune_io_alloc(size_t bytes); /* 128-byte aligned (HVX vectors); NULL when out of memory */
 void mmtune_io_free(void* p);
 void mmtune_io_exit(int code);
+/* Marks the start (1) and end (2) of a measured run for an instruction counter watching the
+ * program (targets/qemu/insn_count.c): a system call of MMTUNE_MARK_SYSCALL, which no kernel
+ * defines (it returns -ENOSYS, harmless on a device). */
+#define MMTUNE_MARK_SYSCALL 0x6d6d
+void mmtune_io_mark(int which);
+/* A monotonic clock in nanoseconds, or 0 when the platform has none. */
+unsigned long long mmtune_io_clock_ns(void);
 
 #ifdef __cplusplus
 }

@@ -4,12 +4,16 @@
 #include "autotune/remote_runner.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "autotune/cross_build.h"
 #include "autotune/process.h"
 #include "reference/error.h"
 
@@ -23,23 +27,41 @@ std::string source_dir() {
   return env != nullptr ? env : MMTUNE_SOURCE_DIR_DEFAULT;
 }
 
+// The program `name` on PATH, or "".
+std::string on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  for (std::string d; std::getline(dirs, d, ':');) {
+    if (::access((d + "/" + name).c_str(), X_OK) == 0) return d + "/" + name;
+  }
+  return "";
+}
+
+fs::path scratch_dir() {
+  const fs::path dir =
+      fs::temp_directory_path() / ("mmtune_fake_runner_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+// The runner linked with the fake kernels by `compiler` (a C compiler and its flags) into `name`.
+std::string build_fake_runner(std::vector<std::string> compiler, const std::string& name) {
+  const fs::path dir = scratch_dir();
+  const std::string src = source_dir();
+  std::string out = (dir / name).string();
+  const std::string halide_include = std::string("-I") + MMTUNE_HALIDE_INCLUDE_DIR;
+  compiler.insert(compiler.end(),
+                  {"-O1", "-std=gnu11", "-I" + src + "/targets/runner", halide_include,
+                   src + "/targets/runner/kernel_runner.c", src + "/targets/runner/io_posix.c",
+                   src + "/tests/targets/fake_kernels.c", "-o", out});
+  const int rc = run_logged(compiler, (dir / (name + ".log")).string());
+  EXPECT_EQ(rc, 0) << log_tail((dir / (name + ".log")).string(), 20);
+  return out;
+}
+
 // The runner linked with the fake kernels, built once.
 const std::string& fake_runner() {
-  static const std::string exe = [] {
-    const fs::path dir =
-        fs::temp_directory_path() / ("mmtune_fake_runner_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    const std::string src = source_dir();
-    std::string out = (dir / "runner").string();
-    const std::string halide_include = std::string("-I") + MMTUNE_HALIDE_INCLUDE_DIR;
-    const int rc = run_logged(
-        {"/usr/bin/cc", "-O1", "-std=gnu11", "-I" + src + "/targets/runner", halide_include,
-         src + "/targets/runner/kernel_runner.c", src + "/targets/runner/io_posix.c",
-         src + "/tests/targets/fake_kernels.c", "-o", out},
-        (dir / "build.log").string());
-    EXPECT_EQ(rc, 0) << log_tail((dir / "build.log").string(), 20);
-    return out;
-  }();
+  static const std::string exe = build_fake_runner({"/usr/bin/cc"}, "runner");
   return exe;
 }
 
@@ -142,6 +164,59 @@ TEST(RemoteRunner, ARunnerThatDiesIsReportedWithItsStatus) {
   const std::string why = error_of([&] { r.call(key_of("crash"), b.args(1)); });
   EXPECT_NE(why.find("ended its replies early"), std::string::npos) << why;
   EXPECT_NE(why.find("killed by signal 11"), std::string::npos) << why;
+}
+
+TEST(RemoteRunner, MeasuredCallsRepeatTheKernelAndReportTheTargetsClock) {
+  RemoteRunner r("{exe} {args}", fake_runner(), functions(), fake_runner() + ".stderr");
+  Buffers b;
+  r.set_repetitions(200);
+  r.call(key_of("add"), b.args(3));
+  EXPECT_EQ(b.out, (std::vector<uint8_t>{4, 5, 6, 7, 8, 9, 10, 11}));  // the last run's output
+  EXPECT_EQ(r.measured_calls(), 1);
+  EXPECT_GT(r.measured_ns(), 0u);
+  // A refused measured call leaves the stream in step: the next call is answered.
+  const std::string why = error_of([&] {
+    r.call(key_of("add"),
+           {KernelArg::of(int32_t{1}), KernelArg::of(int32_t{1}), KernelArg::of(&b.out_buf)});
+  });
+  EXPECT_NE(why.find("refused the call of add"), std::string::npos) << why;
+  r.set_repetitions(0);
+  r.reset_measured();
+  r.call(key_of("add"), b.args(1));
+  EXPECT_EQ(b.out[0], 2);
+  EXPECT_EQ(r.measured_calls(), 0);
+}
+
+// The proxy cost: the qemu plugin counts the guest instructions between the runner's marks, the
+// same count for the same call, more for more repetitions, nothing for unmeasured calls.
+TEST(RemoteRunner, TheQemuInstructionCounterCountsTheMeasuredRunsRepeatably) {
+  if (on_path("aarch64-linux-gnu-gcc").empty() || on_path("qemu-aarch64").empty())
+    GTEST_SKIP()
+        << "aarch64-linux-gnu-gcc or qemu-aarch64 missing (scripts/bootstrap installs them)";
+  const std::string exe =
+      build_fake_runner({on_path("aarch64-linux-gnu-gcc"), "-static"}, "runner_arm64");
+  const fs::path dir = scratch_dir();
+  const std::string plugin = verify::counting_plugin(dir.string());
+  const std::string counts = (dir / "counts.txt").string();
+  fs::remove(counts);
+  RemoteRunner r("qemu-aarch64 -cpu max -plugin " + plugin + ",out=" + counts + " {exe} {args}",
+                 exe, functions(), exe + ".stderr");
+  Buffers b;
+  r.call(key_of("add"), b.args(1));  // not measured: no count
+  for (int reps : {1, 1, 5}) {
+    r.set_repetitions(reps);
+    r.call(key_of("add"), b.args(reps));
+    EXPECT_EQ(b.out[7], 8 + reps);
+  }
+  std::ifstream in(counts);
+  std::vector<uint64_t> n;
+  for (uint64_t c = 0; in >> c;) n.push_back(c);
+  ASSERT_EQ(n.size(), 3u);
+  EXPECT_GT(n[0], 8u);  // at least one instruction per element
+  EXPECT_EQ(n[0], n[1]);
+  // Four more runs of the kernel over 8 bytes: more instructions, and the same per run.
+  EXPECT_GT(n[2], n[0]);
+  EXPECT_EQ((n[2] - n[0]) % 4, 0u);
 }
 
 TEST(RemoteRunner, ACommandWithoutItsProgramIsRefused) {
