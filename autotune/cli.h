@@ -22,6 +22,7 @@ std::function<int()> add_worker_command(CLI::App& app);
 std::function<int()> add_bench_command(CLI::App& app);
 // autotune/cli_verify.cc: `verify`.
 std::function<int()> add_verify_command(CLI::App& app);
+std::function<int()> add_build_library_command(CLI::App& app);
 
 // Exit codes shared by every subcommand.
 constexpr int kExitOk = 0;

@@ -15,6 +15,7 @@
 #include "autotune/cli_compare.h"
 #include "autotune/emit_package.h"
 #include "autotune/kernel_key.h"
+#include "autotune/kernel_naming.h"
 #include "autotune/process.h"
 #include "autotune/shape_list.h"
 #include "autotune/tune_buckets.h"
@@ -330,6 +331,19 @@ std::function<int()> add_db_command(CLI::App& app) {
   sub->require_subcommand(1);
   CLI::App* best = sub->add_subcommand("best", "The winners per identity and bucket");
   CLI::App* merge = sub->add_subcommand("merge", "Union of databases (e.g. of shards)");
+  CLI::App* defaults = sub->add_subcommand(
+      "defaults", "A tuned database of the target template's default schedules (untuned)");
+  defaults->footer(R"(
+Writes a tuned database (the format of tuned/<target>.json) holding, per identity, the default
+schedule of the target's template, serving every shape, each kernel's provenance saying it was not
+tuned (and --reason, why). For a target no tuning reaches (CUDA without a GPU here), so that the
+build's MMTUNE_CROSS_TARGETS and `mmtune build-library` can build its kernels. An identity the
+template cannot compute exactly is refused with the reason.
+
+Example:
+  mmtune db defaults --target x86-64-linux-cuda-cuda_capability_80 --op QLinearMatMul:uint8,int8,uint8 \
+      --reason "no GPU and no emulator" -o tuned/x86-64-linux-cuda-cuda_capability_80.json
+)");
   CLI::App* compare =
       sub->add_subcommand("compare", "Two tuned databases' kernels timed side by side");
   compare->footer(R"(
@@ -350,8 +364,13 @@ Example: did a retune beat the shipped kernels?
     std::string base, fresh, shapes;
     std::vector<std::string> shape, ops;
     int threads = 1, jobs = 1;
+    std::string defaults_target, reason;
   };
   auto o = std::make_shared<Opts>();
+  defaults->add_option("--target", o->defaults_target, "Halide target")->required();
+  defaults->add_option("--op", o->ops, "kernel identity SPEC (repeatable)")->required();
+  defaults->add_option("--reason", o->reason, "why it is not tuned (said in each provenance)");
+  defaults->add_option("-o,--output", o->output, "the database to write")->required();
   compare->add_option("BASE", o->base, "tuned database (e.g. the shipped one)")->required();
   compare->add_option("NEW", o->fresh, "tuned database (e.g. a tuning run's)")->required();
   compare->add_option("--shapes", o->shapes, "shape list file: `name M N K` a line");
@@ -366,7 +385,40 @@ Example: did a retune beat the shipped kernels?
   best->add_flag("--json", o->json, "one JSON record a line");
   merge->add_option("DB", o->inputs, "databases")->required();
   merge->add_option("-o,--output", o->output, "merged database")->required();
-  return [o, best, merge, compare] {
+  return [o, best, merge, compare, defaults] {
+    if (defaults->parsed()) {
+      const std::string target = resolve_target(o->defaults_target);
+      const schedules::TargetInfo info = schedules::target_info(target);
+      nlohmann::json kernels = nlohmann::json::array();
+      for (const std::string& spec : o->ops) {
+        const KernelIdentity id = tune::parse_identity_spec(spec);
+        HalideVariant v;
+        v.target = target;
+        const KernelKey key = kernel_key(id, v);  // InvalidArgument when not computable exactly
+        nlohmann::json params = nlohmann::json::object();
+        for (const auto& [k, val] : id.params) params[k] = val;
+        kernels.push_back(
+            {{"name", kernel_name(id.op, id.params, key.schedule.generator_params(), target)},
+             {"op", id.op},
+             {"generator", id.generator},
+             {"params", params},
+             {"schedule", nlohmann::json(key.schedule)},
+             {"bucket", "any"},
+             {"provenance", "the " + schedules::default_template(info) +
+                                " template's default schedule, not tuned" +
+                                (o->reason.empty() ? "" : " (" + o->reason + ")") +
+                                "; written by `mmtune db defaults`"}});
+      }
+      tune::write_json_atomically(
+          {{"target", target},
+           {"note", "The template's default schedules, untuned (`mmtune db defaults`)."},
+           {"untuned", o->reason.empty() ? "yes" : o->reason},
+           {"kernels", kernels}},
+          o->output);
+      std::cout << "mmtune db defaults: wrote " << kernels.size() << " kernels for " << target
+                << " to " << o->output << "\n";
+      return kExitOk;
+    }
     if (compare->parsed()) {
       tune::CompareOptions c;
       c.base = o->base;

@@ -21,6 +21,7 @@ int run_cli(int argc, char** argv) {
       {"emit", mmtune::cli::add_emit_command(app)},
       {"bench", mmtune::cli::add_bench_command(app)},
       {"verify", mmtune::cli::add_verify_command(app)},
+      {"build-library", mmtune::cli::add_build_library_command(app)},
       {"__tune-worker", mmtune::cli::add_worker_command(app)}};
   try {
     app.parse(argc, argv);

@@ -96,6 +96,7 @@ std::function<int()> add_verify_command(CLI::App& app) {
     bool no_prepacked = false;
     std::string inject_fault;
     std::vector<std::string> schedule_json;
+    std::string library;
   };
   auto o = std::make_shared<Opts>();
   sub->add_option("--target", o->target,
@@ -116,6 +117,10 @@ std::function<int()> add_verify_command(CLI::App& app) {
   sub->add_option("--schedule", o->schedule_json,
                   "a schedule to verify besides the default, JSON {\"template\": ..., knob: value} "
                   "(repeatable; knobs not given keep the template's table defaults)");
+  sub->add_option("--library", o->library,
+                  "check the kernels of a library `mmtune build-library` made (its folder): the "
+                  "runner links its libmmtune_kernels.a, and every kernel of its manifest is gated "
+                  "(instead of --op and the draws)");
   sub->add_option("--seed", o->seed, "seed of the schedules' and the inputs' draws");
   sub->add_flag("--full", o->full, "every data kind on every gate shape");
   sub->add_flag("--no-prepacked", o->no_prepacked,
@@ -163,6 +168,25 @@ Examples:
     const NamedShape shape = parse_mnk(o->shape, "verify");
     std::vector<std::string> specs = o->ops;
     if (specs.empty()) specs.assign(std::begin(kDefaultSpecs), std::end(kDefaultSpecs));
+    nlohmann::json manifest;
+    if (!o->library.empty()) {
+      // The library's kernels, as its manifest lists them; nothing else.
+      const fs::path m = fs::path(o->library) / "manifest.json";
+      std::ifstream in(m);
+      if (!in) invalid("verify", "--library ", o->library, ": no ", m.string());
+      try {
+        manifest = nlohmann::json::parse(in);
+      } catch (const nlohmann::json::exception& e) {
+        invalid("verify", "--library ", o->library, ": ", m.string(), " is not JSON: ", e.what());
+      }
+      if (resolve_target(manifest.value("target", "")) != target) {
+        invalid("verify", "--library ", o->library, " holds kernels for '",
+                manifest.value("target", ""), "', not --target ", target);
+      }
+      if (!o->ops.empty() || o->schedules > 0 || !o->schedule_json.empty())
+        invalid("verify", "--library checks the library's kernels: no --op, --schedule(s) with it");
+      specs.clear();
+    }
 
     // The kernels: each identity's default schedule for the target, the draws, and the prepacked
     // twins where the runtime builds them.
@@ -215,6 +239,18 @@ Examples:
         }
       }
     }
+    if (!manifest.is_null()) {
+      for (const nlohmann::json& e : manifest.at("kernels")) {
+        Kernel k;
+        k.id = tune::parse_identity_spec(e.at("identity").get<std::string>());
+        k.spec = tune::identity_spec(k.id);
+        k.v.schedule = e.at("schedule").get<schedules::Schedule>();
+        k.v.target = target;
+        k.key = kernel_key(k.id, k.v);
+        k.name = e.at("name").get<std::string>();
+        kernels.push_back(std::move(k));
+      }
+    }
     for (const auto& [spec, why] : unsupported)
       std::cout << "verify: not supported on " << target << ": " << spec << ": " << why << "\n";
     if (kernels.empty()) invalid("verify", "no kernel of the identities given runs on ", target);
@@ -223,10 +259,30 @@ Examples:
         o->work.empty() ? (fs::path("mmtune-out") / "verify" / target).string() : o->work;
     std::vector<KernelKey> keys;
     for (const Kernel& k : kernels) keys.push_back(k.key);
-    const verify::RunnerBuild build = verify::build_runner(
-        target, keys, work, o->jobs, [](const std::string& line) { std::cout << line << "\n"; });
-    std::cout << "verify: runner " << build.exe << " (" << build.compiled << " kernels compiled, "
-              << build.reused << " reused, " << build.failed.size() << " failed to build)\n";
+    auto say = [](const std::string& line) { std::cout << line << "\n"; };
+    verify::RunnerBuild build;
+    if (manifest.is_null()) {
+      build = verify::build_runner(target, keys, work, o->jobs, say);
+    } else {
+      // Linked from the library itself: what ships is what is checked.
+      for (const Kernel& k : kernels) {
+        build.functions[k.key.to_string()] = k.name;
+        for (const nlohmann::json& e : manifest["kernels"]) {
+          if (e.value("name", "") == k.name && e.contains("instructions"))
+            build.instructions[k.key.to_string()] =
+                e["instructions"].get<std::map<std::string, int>>();
+        }
+      }
+      const std::string archive =
+          fs::absolute(fs::path(o->library) / "lib" / "libmmtune_kernels.a").string();
+      verify::link_runner(target, build, work, say, archive);
+      std::cout << "verify: runner " << build.exe << " linked with " << archive << " ("
+                << kernels.size() << " kernels)\n";
+    }
+    if (manifest.is_null()) {
+      std::cout << "verify: runner " << build.exe << " (" << build.compiled << " kernels compiled, "
+                << build.reused << " reused, " << build.failed.size() << " failed to build)\n";
+    }
 
     auto remote = std::make_shared<RemoteRunner>(runner, build.exe, build.functions,
                                                  (fs::path(work) / "runner.stderr").string());
@@ -338,6 +394,46 @@ Examples:
       std::ofstream(o->json) << j.dump(2) << "\n";
     }
     return mismatches == 0 && failures == 0 ? kExitOk : kExitMismatch;
+  };
+}
+
+std::function<int()> add_build_library_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "build-library", "Build a tuned database's kernels for its target into a static library");
+  struct Opts {
+    std::string db, out;
+    int jobs = 2;
+  };
+  auto o = std::make_shared<Opts>();
+  sub->add_option("--db", o->db, "tuned database (tuned/<target>.json)")->required();
+  sub->add_option("--out", o->out, "folder of the library (default mmtune-out/library/<target>)");
+  sub->add_option("--jobs", o->jobs, "compiles at once (default 2)")->check(CLI::Range(1, 64));
+  sub->footer(R"(
+Builds every kernel of the database for the database's target, each in a child process, with the
+target's toolchain (aarch64-linux-gnu-ar for ARM64, llvm-ar for Hexagon), into:
+  lib/libmmtune_kernels.a   the kernels (C functions, Halide's ABI) and one Halide runtime
+  include/<kernel>.h        each kernel's header, and HalideRuntime.h
+  manifest.json             target; per kernel its name, identity, schedule, bucket, provenance and
+                            the instructions its object uses
+`mmtune verify --target T --library DIR` links the library into the kernel runner and gates every
+kernel of it on the target. The build's MMTUNE_CROSS_TARGETS does this for the shipped databases.
+
+Example:
+  mmtune build-library --db tuned/arm-64-linux-arm_dot_prod.json --out lib-arm64
+)");
+  return [o]() {
+    std::string target;
+    {
+      const nlohmann::json db = tune::read_tuned_database(o->db, "build-library: '" + o->db + "'");
+      target = db.value("target", "");
+    }
+    const std::string out = o->out.empty() ? "mmtune-out/library/" + target : o->out;
+    const verify::LibraryBuild b = verify::build_library(
+        o->db, out, o->jobs, [](const std::string& line) { std::cout << line << "\n"; });
+    std::cout << "build-library: " << b.kernels << " kernels for " << b.target << " (" << b.compiled
+              << " compiled, " << b.reused << " reused) in " << b.archive << "; manifest "
+              << b.manifest << "\n";
+    return kExitOk;
   };
 }
 

@@ -13,6 +13,7 @@
 
 #include "autotune/kernel_naming.h"
 #include "autotune/process.h"
+#include "autotune/tune_inputs.h"
 #include "reference/error.h"
 
 namespace mmtune::verify {
@@ -126,6 +127,7 @@ void native_runner(Platform& p) {
   p.sources = {"targets/runner/io_posix.c"};
   p.default_runner = "{exe} {args}";
   p.tools = {{"cc", "build-essential"}};
+  p.archiver = "ar";
 }
 
 }  // namespace
@@ -151,6 +153,7 @@ Platform platform_of(const schedules::TargetInfo& t) {
     p.counting_runner = "HL_NUM_THREADS=1 qemu-aarch64 -cpu max -plugin {plugin} {exe} {args}";
     p.tools = {{"aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"}, {"qemu-aarch64", "qemu-user"}};
     p.disassemble = {"aarch64-linux-gnu-objdump", "-d"};
+    p.archiver = "aarch64-linux-gnu-ar";
     p.instructions = {"sdot", "udot", "fmla", "fmul", "mla", "smlal", "umlal", "smull", "umull"};
     return p;
   }
@@ -182,6 +185,8 @@ Platform platform_of(const schedules::TargetInfo& t) {
     p.disassemble = {"llvm-objdump", "-d", "--mcpu=" + level,
                      "--mattr=+hvx-length128b,+hvxv" + level.substr(8)};
     p.instructions = {"vrmpy", "vdmpy", "vmpy", "vmpa", "sfmpy", "sffma"};
+    p.archiver = "llvm-ar";
+    p.tools.emplace_back("llvm-ar", "llvm");
     return p;
   }
   if (t.family == "cuda") {
@@ -244,9 +249,9 @@ std::string counting_plugin(const std::string& dir_text) {
   return plugin.string();
 }
 
-RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>& kernels,
-                         const std::string& dir_text, int jobs,
-                         const std::function<void(const std::string&)>& progress) {
+RunnerBuild compile_kernels(const std::string& target, const std::vector<KernelKey>& kernels,
+                            const std::string& dir_text, int jobs,
+                            const std::function<void(const std::string&)>& progress) {
   const schedules::TargetInfo info = schedules::target_info(target);
   const Platform p = platform_of(info);
   if (auto why = missing_tool(p, false)) invalid("verify", "building for ", target, ": ", *why);
@@ -254,6 +259,14 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
   const fs::path objects = dir / "objects";
   fs::create_directories(objects);
   const std::string exe = self_exe();
+  // An object is reused only while the program that compiled it (its generators) is the same.
+  std::string build_identity;
+  {
+    std::error_code ec;
+    const auto size = fs::file_size(exe, ec);
+    const auto time = fs::last_write_time(exe, ec).time_since_epoch().count();
+    build_identity = std::to_string(size) + ":" + std::to_string(time);
+  }
   std::string kernel_target = target + "-no_runtime";
   for (const std::string& f : p.kernel_features) kernel_target += "-" + f;
 
@@ -269,7 +282,8 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
     build.functions[text] = name;
     const fs::path obj = objects / (name + ".o");
     const fs::path stamp = objects / (name + ".key");
-    const std::string want = text + " target=" + kernel_target + "\n";
+    const std::string want =
+        text + " target=" + kernel_target + " emit=object,h mmtune=" + build_identity + "\n";
     if (fs::exists(obj) && fs::exists(stamp) && read_file(stamp) == want) {
       ++build.reused;
       continue;
@@ -284,7 +298,7 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
                                      "-o",
                                      objects.string(),
                                      "-e",
-                                     "object",
+                                     "object,h",
                                      "target=" + kernel_target};
     for (const auto& [k, v] : key.generator_params()) argv.push_back(k + "=" + v);
     steps.push_back({argv, (objects / (name + ".log")).string(), "kernel " + name});
@@ -295,7 +309,8 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
   // The Halide runtime for the target (once; its target is the kernels' own).
   const fs::path runtime = objects / "halide_runtime.o";
   const fs::path runtime_stamp = objects / "halide_runtime.key";
-  if (!(fs::exists(runtime) && fs::exists(runtime_stamp) && read_file(runtime_stamp) == target)) {
+  if (!(fs::exists(runtime) && fs::exists(runtime_stamp) &&
+        read_file(runtime_stamp) == target + " mmtune=" + build_identity)) {
     steps.push_back({{exe, "__gengen", "-r", "halide_runtime", "-o", objects.string(), "-e",
                       "object", "target=" + target},
                      (objects / "halide_runtime.log").string(),
@@ -314,7 +329,7 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
     if (fs::exists(objects / (name + ".want")))
       fs::rename(objects / (name + ".want"), objects / (name + ".key"));
   }
-  write_file(runtime_stamp, target);
+  write_file(runtime_stamp, target + " mmtune=" + build_identity);
 
   // The instructions each kernel's object uses.
   const std::string disassembler = p.disassemble.empty() ? "" : find_program(p.disassemble[0]);
@@ -332,16 +347,29 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
     }
   }
 
+  for (const KernelKey& key : kernels) {
+    const std::string text = key.to_string();
+    if (build.failed.count(text) == 0)
+      build.objects[text] = (objects / (build.functions.at(text) + ".o")).string();
+  }
+  build.runtime = runtime.string();
+  return build;
+}
+
+void link_runner(const std::string& target, RunnerBuild& build, const std::string& dir_text,
+                 const std::function<void(const std::string&)>& progress,
+                 const std::string& archive) {
+  const Platform p = platform_of(schedules::target_info(target));
+  const fs::path dir = fs::absolute(dir_text);
+  fs::create_directories(dir);
   // The table of the kernels that built and the runner's own sources, compiled with the target's
   // compiler.
   std::string declarations, entries;
   std::vector<std::string> object_files;
   int linked = 0;
-  for (const KernelKey& key : kernels) {
-    const std::string text = key.to_string();
+  for (const auto& [text, name] : build.functions) {
     if (build.failed.count(text) != 0) continue;
-    const std::string& name = build.functions.at(text);
-    object_files.push_back((objects / (name + ".o")).string());
+    if (archive.empty()) object_files.push_back(build.objects.at(text));
     declarations += "extern int " + name + "_argv(void**);\nextern const struct " +
                     "halide_filter_metadata_t* " + name + "_metadata(void);\n";
     entries += "  {" + c_string(name) + ", " + name + "_argv, " + name + "_metadata},\n";
@@ -371,16 +399,109 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
     compiles.push_back({argv, obj + ".log", fs::path(s).filename().string()});
     link.push_back(obj);
   }
-  require_built(run_steps(compiles, jobs, [](const std::string&) {}));
+  require_built(run_steps(compiles, 2, [](const std::string&) {}));
   link.insert(link.end(), object_files.begin(), object_files.end());
-  link.push_back(runtime.string());
+  if (!archive.empty()) {
+    link.push_back(archive);
+  } else {
+    link.push_back(build.runtime);
+  }
   const std::string runner = (dir / "kernel_runner").string();
   link.insert(link.end(), {"-o", runner});
   link.insert(link.end(), p.link_libs.begin(), p.link_libs.end());
   link[0] = find_program(link[0]);
   require_built(run_steps({{link, (dir / "link.log").string(), "the kernel runner"}}, 1, progress));
   build.exe = runner;
+}
+
+RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>& kernels,
+                         const std::string& dir, int jobs,
+                         const std::function<void(const std::string&)>& progress) {
+  RunnerBuild build = compile_kernels(target, kernels, dir, jobs, progress);
+  link_runner(target, build, dir, progress);
   return build;
+}
+
+}  // namespace mmtune::verify
+
+namespace mmtune::verify {
+
+LibraryBuild build_library(const std::string& database, const std::string& dir_text, int jobs,
+                           const std::function<void(const std::string&)>& progress) {
+  const std::string where = "build-library: '" + database + "'";
+  const nlohmann::json db = tune::read_tuned_database(database, where);
+  if (!db.contains("target") || !db["target"].is_string())
+    invalid(where, "has no \"target\" (a Halide target string)");
+  LibraryBuild out;
+  out.target = resolve_target(db["target"].get<std::string>());
+  const schedules::TargetInfo info = schedules::target_info(out.target);
+  const Platform p = platform_of(info);
+  if (auto why = missing_tool(p, false)) invalid(where, "building for ", out.target, ": ", *why);
+  const fs::path dir = fs::absolute(dir_text);
+  std::vector<KernelKey> keys;
+  std::vector<nlohmann::json> entries;
+  for (const tune::DatabaseIdentity& d : tune::identities_of_database(database)) {
+    const KernelIdentity id = tune::parse_identity_spec(d.spec);
+    for (const nlohmann::json& schedule : d.schedules) {
+      HalideVariant v;
+      v.target = out.target;
+      v.schedule = schedule.get<schedules::Schedule>();
+      keys.push_back(kernel_key(id, v));
+      entries.push_back({{"identity", d.spec}, {"schedule", schedule}});
+    }
+  }
+  RunnerBuild build = compile_kernels(out.target, keys, (dir / "build").string(), jobs, progress);
+  if (!build.failed.empty()) invalid(where, build.failed.begin()->second);
+  // The kernels' provenance and buckets as the database has them, by name.
+  std::map<std::string, nlohmann::json> listed;
+  for (const nlohmann::json& k : db["kernels"]) {
+    if (k.is_object() && k.contains("name") && k["name"].is_string())
+      listed[k["name"].get<std::string>()] = k;
+  }
+  fs::create_directories(dir / "lib");
+  fs::create_directories(dir / "include");
+  const fs::path partial = dir / "lib" / "libmmtune_kernels.a.partial";
+  fs::remove(partial);
+  std::vector<std::string> ar = {find_program(p.archiver), "rcs", partial.string()};
+  if (ar[0].empty()) invalid(where, "the archiver ", p.archiver, " is not on PATH");
+  nlohmann::json manifest = {{"target", out.target},
+                             {"database", fs::absolute(database).string()},
+                             {"note",
+                              "The kernels of the database built for the target by "
+                              "`mmtune build-library`: C functions (Halide's ABI, "
+                              "include/<name>.h) and one Halide runtime for the target."},
+                             {"kernels", nlohmann::json::array()}};
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::string text = keys[i].to_string();
+    const std::string& name = build.functions.at(text);
+    ar.push_back(build.objects.at(text));
+    fs::copy_file(fs::path(build.objects.at(text)).replace_extension(".h"),
+                  dir / "include" / (name + ".h"), fs::copy_options::overwrite_existing);
+    nlohmann::json k = entries[i];
+    k["name"] = name;
+    k["op"] = keys[i].identity.op;
+    if (auto it = listed.find(name); it != listed.end()) {
+      k["bucket"] = it->second.value("bucket", nlohmann::json("any"));
+      k["provenance"] = it->second.value("provenance", "");
+    }
+    if (auto ins = build.instructions.find(text); ins != build.instructions.end())
+      k["instructions"] = ins->second;
+    manifest["kernels"].push_back(k);
+  }
+  ar.push_back(build.runtime);
+  require_built(
+      run_steps({{ar, (dir / "build" / "ar.log").string(), "the kernels' library"}}, 1, progress));
+  fs::copy_file(fs::path(MMTUNE_HALIDE_INCLUDE_DIR) / "HalideRuntime.h",
+                dir / "include" / "HalideRuntime.h", fs::copy_options::overwrite_existing);
+  write_file(dir / "manifest.json.partial", manifest.dump(2) + "\n");
+  out.archive = (dir / "lib" / "libmmtune_kernels.a").string();
+  out.manifest = (dir / "manifest.json").string();
+  fs::rename(partial, out.archive);
+  fs::rename(dir / "manifest.json.partial", out.manifest);
+  out.kernels = static_cast<int>(keys.size());
+  out.compiled = build.compiled;
+  out.reused = build.reused;
+  return out;
 }
 
 }  // namespace mmtune::verify

@@ -29,6 +29,7 @@ struct Platform {
   // verify reports (the ones a kernel's speed on the target rests on: dot products, fused
   // multiply-adds).
   std::vector<std::string> disassemble;
+  std::string archiver;  // makes static libraries of the target's objects (ar rcs LIB OBJECTS...)
   std::vector<std::string> instructions;
   // Why the kernels cannot run where verify runs with the default runner (CUDA without a GPU), or
   // nullopt: they are built and linked, and the runner lists them, but no case runs.
@@ -55,6 +56,8 @@ struct RunnerBuild {
   // Per built kernel (key), how often each of the platform's `instructions` appears in its object
   // (those that appear); empty when the disassembler is not installed.
   std::map<std::string, std::map<std::string, int>> instructions;
+  std::map<std::string, std::string> objects;  // per built kernel (key), its object
+  std::string runtime;                         // the Halide runtime's object
 };
 
 // Compiles each of `kernels` for `target` (a child process `mmtune __gengen` each, `jobs` at once:
@@ -72,8 +75,39 @@ RunnerBuild build_runner(const std::string& target, const std::vector<KernelKey>
 // up to date): its path. InvalidArgument naming the log when it does not build.
 std::string counting_plugin(const std::string& dir);
 
+// build_runner's two halves: the kernels' objects (and headers) compiled into `dir`/objects, then
+// the runner linked in `dir` from them, or from `archive` (a static library holding every kernel
+// of `build` and the runtime: build_library's) instead.
+RunnerBuild compile_kernels(const std::string& target, const std::vector<KernelKey>& kernels,
+                            const std::string& dir, int jobs,
+                            const std::function<void(const std::string&)>& progress);
+void link_runner(const std::string& target, RunnerBuild& build, const std::string& dir,
+                 const std::function<void(const std::string&)>& progress,
+                 const std::string& archive = "");
+
 // The folder of the mmtune source tree the runner's sources are read from: MMTUNE_SOURCE_DIR in
 // the environment, else the tree this program was built from.
 std::string runner_source_dir();
+
+}  // namespace mmtune::verify
+
+namespace mmtune::verify {
+
+struct LibraryBuild {
+  std::string target;
+  std::string archive;   // DIR/lib/libmmtune_kernels.a
+  std::string manifest;  // DIR/manifest.json
+  int kernels = 0;
+  int compiled = 0, reused = 0;
+};
+
+// The kernels of a tuned database (tuned/<target>.json) built for its target with the target's
+// toolchain into DIR: lib/libmmtune_kernels.a (the kernels, C ABI, and one Halide runtime for the
+// target), include/<kernel>.h (Halide's headers) and HalideRuntime.h, and manifest.json (target;
+// per kernel its name, operator, identity, schedule, bucket, provenance and the instructions its
+// object uses). The objects are kept in DIR/build and reused while unchanged. InvalidArgument
+// naming the kernel, its log and the log's end when one does not build: a library is whole.
+LibraryBuild build_library(const std::string& database, const std::string& dir, int jobs,
+                           const std::function<void(const std::string&)>& progress);
 
 }  // namespace mmtune::verify

@@ -14,6 +14,7 @@
 #include "autotune/kernel_naming.h"
 #include "autotune/tune_inputs.h"
 #include "autotune/tune_machine.h"
+#include "autotune/tune_remote.h"
 #include "reference/registry.h"
 
 namespace mmtune::tune {
@@ -42,9 +43,18 @@ std::string esc(const std::string& s) {
   return out;
 }
 
+// The unit of the report's rates: G/s (this machine's or a device's clock), or operations per
+// instruction (the qemu proxy cost of a cross target). Set once per report by render_report.
+struct RateUnit {
+  double scale = 1e9;
+  const char* label = "G/s";
+  int digits = 2;
+};
+RateUnit g_unit;
+
 std::string gops(double rate) {
   std::ostringstream os;
-  os << std::fixed << std::setprecision(2) << rate / 1e9;
+  os << std::fixed << std::setprecision(g_unit.digits) << rate / g_unit.scale;
   return os.str();
 }
 
@@ -87,7 +97,7 @@ std::string line_chart(const std::string& title, const std::string& x_label,
   os << "<text x=\"" << (left + w - right) / 2 << "\" y=\"" << h - 6 << "\" text-anchor=\"middle\">"
      << esc(x_label) << "</text>"
      << "<text x=\"12\" y=\"" << (top + h - bottom) / 2 << "\" transform=\"rotate(-90 12 "
-     << (top + h - bottom) / 2 << ")\" text-anchor=\"middle\">best G/s</text>";
+     << (top + h - bottom) / 2 << ")\" text-anchor=\"middle\">best " << g_unit.label << "</text>";
   int ci = 0;
   for (const auto& [name, pts] : series) {
     const char* color = kColors[ci % 5];
@@ -399,6 +409,13 @@ std::string render_report(const std::vector<Record>& records, const std::string&
     if (r.target != target) continue;
     (is_baseline(r) ? baselines : mine).push_back(&r);
   }
+  // A cross target tuned by the qemu proxy: its rates are operations per instruction.
+  std::string cost_kind;
+  for (const Record* r : mine) {
+    const auto c = r->extra.find("cost");
+    if (c != r->extra.end() && c->is_object()) cost_kind = c->value("kind", "");
+  }
+  g_unit = cost_kind == kCostQemuInstructions ? RateUnit{1.0, "op/instr", 3} : RateUnit{};
   std::map<std::string, int> outcomes, baseline_outcomes;
   for (const Record* r : mine) ++outcomes[outcome_name(r->outcome)];
   for (const Record* r : baselines) ++baseline_outcomes[outcome_name(r->outcome)];
@@ -431,6 +448,11 @@ std::string render_report(const std::vector<Record>& records, const std::string&
     os << " baselines are never winners.";
   }
   os << "</p>\n";
+  if (!cost_kind.empty()) {
+    os << "<p><b>Cost: " << esc(cost_kind) << "</b>: " << esc(cost_description(cost_kind))
+       << ". The kernels were built with the target's toolchain and gated bit for bit on the "
+          "target (under qemu, or through the runner command).</p>\n";
+  }
 
   // The machine.
   const bool measured = machine.is_object() && machine.contains("peak");
@@ -482,7 +504,9 @@ std::string render_report(const std::vector<Record>& records, const std::string&
   std::map<std::pair<std::string, std::string>, UnitView> views;
   os << "<h2>Winners</h2><table "
         "class=\"winners\"><tr><th>identity</th><th>bucket</th><th>shape</th>"
-        "<th>winner</th><th>G/s</th><th>default G/s</th><th>speed-up</th>"
+        "<th>winner</th><th>"
+     << g_unit.label << "</th><th>default " << g_unit.label
+     << "</th><th>speed-up</th>"
         "<th>best baseline</th><th>vs best baseline</th><th>candidates</th>"
         "<th>passed</th><th>incorrect</th></tr>\n";
   for (const auto& [unit, all] : units) {
@@ -680,9 +704,9 @@ std::string render_report(const std::vector<Record>& records, const std::string&
        << "</h3>" << line_chart(unit.first + " " + unit.second, "candidates", by_count)
        << line_chart(unit.first + " " + unit.second, "seconds", by_time) << "<p>";
     for (const auto& [strategy, c] : convergence(rs)) {
-      os << esc(strategy) << ": best " << gops(c.best) << " G/s; 95 % of it after "
-         << c.candidates_to_95 << " of " << c.candidates << " candidates, " << std::fixed
-         << std::setprecision(0) << c.seconds_to_95 << " s. ";
+      os << esc(strategy) << ": best " << gops(c.best) << " " << g_unit.label
+         << "; 95 % of it after " << c.candidates_to_95 << " of " << c.candidates << " candidates, "
+         << std::fixed << std::setprecision(0) << c.seconds_to_95 << " s. ";
     }
     os << "</p></div>\n";
   }
