@@ -38,7 +38,7 @@ std::string on_path(const std::string& name) {
 }
 
 fs::path scratch_dir() {
-  const fs::path dir =
+  fs::path dir =
       fs::temp_directory_path() / ("mmtune_fake_runner_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir;
