@@ -10,7 +10,7 @@ using namespace Halide;
 
 Expr QuantCore::accumulator(const schedules::MatmulPipeline& p, const Expr& za,
                             const Expr& zb) const {
-  const Expr uza = cast(UInt(32), za), uzb = cast(UInt(32), zb);
+  const Expr uza = cast(UInt(32), za + a_offset), uzb = cast(UInt(32), zb);
   const Var& j = p.j;
   const Var& i = p.i;
   // All in uint32: mod 2^32 by definition (p.acc is uint32).
@@ -29,7 +29,15 @@ QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const 
   // partial sums that cannot overflow where K is grouped for the dot-product instructions); the
   // wrap_int32 variant cases (K = 33,100 and 150,000) check it.
   Var x("x"), y("y");
-  build_dot8_matmul(p, a, b, k);
+  // Mixed signs made same-sign (the layout's flip_a_sign): a' = a + a_offset in B's type, exact in
+  // 8 bits, with za' = za + a_offset in the accumulator, so the sum is the same mod 2^32.
+  Func a_used = a;
+  if (p.layout.flip_a_sign && a.type() != b.type()) {
+    q.a_offset = a.type().is_uint() ? -128 : 128;
+    a_used = Func("a_flipped");
+    a_used(x, y) = cast(b.type(), cast(Int(16), a(x, y)) + q.a_offset);
+  }
+  build_dot8_matmul(p, a_used, b, k);
   RDom r(0, k, "rs");
   if (prepacked_column_sums.defined()) {
     q.column_sums = prepacked_column_sums;  // inline: read per column from the input
@@ -39,7 +47,7 @@ QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const 
     p.per_column.push_back(q.column_sums);
   }
   q.row_sums(y) = cast(UInt(32), 0);
-  q.row_sums(y) += cast(UInt(32), cast(Int(32), a(r, y)));
+  q.row_sums(y) += cast(UInt(32), cast(Int(32), a_used(r, y)));
   p.per_call.push_back(q.row_sums);
   return q;
 }

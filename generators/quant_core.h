@@ -13,6 +13,9 @@ struct QuantCore {
   Halide::Func column_sums{"column_sums"};  // column_sums(j) = sum_k b(j, k)   (uint32)
   Halide::Func row_sums{"row_sums"};        // row_sums(i) = sum_k a(k, i)      (uint32)
   Halide::Expr k;
+  // Added to A and its zero point when the layout flips A's sign (MatmulLayout::flip_a_sign:
+  // -128 for uint8 A, +128 for int8 A; row_sums are of the flipped A); 0 otherwise.
+  int a_offset = 0;
   // The exact int32 accumulator of p's (j, i) given the zero points (int32 Exprs of row i / column
   // j).
   Halide::Expr accumulator(const schedules::MatmulPipeline& p, const Halide::Expr& za,

@@ -12,7 +12,7 @@ struct Accumulator {
   bool exact = false;  // an exact integer sum (mod 2^bits), whose order is free; float sums keep K
                        // order, so no template may regroup them
   int operand_bits = 0;  // width of the multiplied operands (8: the quantized operators; 0 unknown)
-  bool mixed_sign = false;  // one operand signed, the other unsigned (uint8 x int8)
+  bool mixed_sign = false;         // one operand signed, the other unsigned (uint8 x int8)
   bool unsigned_operands = false;  // both operands unsigned (uint8 x uint8, unsigned Gemm)
   // A float sum whose steps may each be one fused multiply-add without changing a bit: the fma
   // contract, or products exact in the accumulator (float16 into float32, float8 into float64),
@@ -27,6 +27,12 @@ struct MatmulLayout {
   bool pack_b =
       false;        // B copied into panels of `panel` columns that the inner loop reads in order
   int k_group = 1;  // K consumed in groups of k_group (exact sums only; 1 = sequential)
+  // Mixed-sign 8-bit operands (uint8 x int8) made same-sign before the sum: A read as
+  // a' = a XOR 0x80 in B's signedness (a' = a - 128 for uint8 A, a + 128 for int8 A) with its zero
+  // point moved alike, so that sum (a - za)(b - zb) = sum (a' - za')(b - zb) exactly (mod 2^32)
+  // and the products map to a same-sign dot-product instruction (sdot / udot on AArch64, which has
+  // no mixed-sign one in Halide 21). Grouped K only.
+  bool flip_a_sign = false;
 
   // Whether the algorithm reads B from packed panels (grouped K always packs); a prepacked B
   // (runtime/host/packed_b.h) holds them, otherwise B itself.

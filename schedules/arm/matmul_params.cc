@@ -26,9 +26,17 @@ std::optional<std::string> ArmMatmulParams::validate(const TargetInfo& t, Accumu
 
 ArmMatmulParams ArmMatmulParams::defaults(const TargetInfo& t, Accumulator acc) {
   ArmMatmulParams p = knobs().defaults();
-  if (acc.exact && acc.operand_bits == 8 && !acc.mixed_sign && t.isa == "neondot") p.k_group = 4;
+  if (acc.exact && acc.operand_bits == 8 && t.isa == "neondot") p.k_group = 4;
   p.fit_draw(t, acc);
   return fit_default_tile(p, t, acc);
+}
+
+MatmulLayout ArmMatmulParams::layout(const TargetInfo& t, Accumulator acc) const {
+  MatmulLayout l = CpuMatmulParams::layout(t, acc);
+  // sdot / udot take same-sign operands only: mixed signs are made so (exactly) where they apply.
+  l.flip_a_sign =
+      acc.exact && acc.operand_bits == 8 && acc.mixed_sign && l.k_group == 4 && t.isa == "neondot";
+  return l;
 }
 
 std::vector<ArmMatmulParams> ArmMatmulParams::gemv_forms(const TargetInfo& t, Accumulator acc) {

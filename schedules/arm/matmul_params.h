@@ -7,8 +7,9 @@
 // beside the B vectors and an A broadcast (ruy's and XNNPACK's 8x12-class float kernels). With
 // `arm_dot_prod` (sdot for int8 x int8, udot for uint8 x uint8), 8-bit products are summed in
 // groups of 4 along K into int32 lanes: k_group 4 is the default for 8-bit operands there. Halide
-// 21 has no feature for the mixed-sign usdot (i8mm), so uint8 x int8 products get no dot
-// instruction; k_group stays 1 for them by default (the widening multiply-accumulate form).
+// 21 has no feature for the mixed-sign usdot (i8mm): with k_group 4, uint8 x int8 operands are
+// made same-sign by flipping A's sign bit (MatmulLayout::flip_a_sign, exact) and summed by sdot /
+// udot; k_group 4 is their default too.
 #pragma once
 
 #include <optional>
@@ -64,8 +65,10 @@ struct ArmMatmulParams : CpuMatmulParams {
   std::optional<std::string> validate(const TargetInfo& t, Accumulator acc) const;
 
   // The table's defaults fitted to the target (strips rounded to whole tiles; a smaller tile where
-  // 64-bit lanes would spill), k_group 4 for same-sign 8-bit operands on a dot-product target.
+  // 64-bit lanes would spill), k_group 4 for 8-bit operands on a dot-product target.
   static ArmMatmulParams defaults(const TargetInfo& t, Accumulator acc);
+  // cpu_matmul's layout; mixed-sign 8-bit operands in K groups of 4 with A's sign flipped.
+  MatmulLayout layout(const TargetInfo& t, Accumulator acc) const;
   static std::vector<ArmMatmulParams> gemv_forms(const TargetInfo& t, Accumulator acc);
 };
 
