@@ -63,14 +63,15 @@ schedules::Accumulator accumulator_of(const KernelIdentity& id) {
     return {64,    false, 8,
             false, false, true};  // float8: a float64 sum of exact products, in K order
   }
-  // The quantized operators' exact int32 sums of 8-bit products (QuantMatmulDequant: int8 x int8).
+  // The quantized operators' exact int32 sums of 8-bit products (QuantMatmulDequant: its x_q
+  // stored as uint8 x_q + 128, times int8 weights).
   auto type = [&](const char* key) {
     auto it = id.params.find(key);
     return it == id.params.end() ? std::string("int8") : it->second;
   };
   const std::string ta = id.op == "QLinearMatMul" ? type("a.type")
                          : id.op == "QGemm"       ? type("A.type")
-                                                  : "int8";
+                                                  : "uint8";
   const std::string tb = id.op == "QLinearMatMul" ? type("b.type")
                          : id.op == "QGemm"       ? type("B.type")
                                                   : "int8";

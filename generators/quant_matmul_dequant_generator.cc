@@ -127,22 +127,26 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     // the padding past K is zero in both operands). The schedule computes whole register tiles and
     // K groups, so both operands are read with clamped indices (k >= 1: the host runs k = 0 as
     // k = 1 with zero x, which gives the same bits).
+    // Where the layout flips A's sign (MatmulLayout::flip_a_sign: a same-sign dot product only,
+    // AArch64's sdot), A is x_q itself as int8 and the sum needs no column-sum correction.
+    p_.layout = schedule_knobs.layout(get_target(), kAcc);
+    const bool flip = p_.layout.flip_a_sign;
     Var c("c"), rr("rr");
     Func a("a");
-    a(c, rr) = xq_(clamp(c, 0, k - 1), clamp(rr, 0, m - 1));
+    const Expr stored = xq_(clamp(c, 0, k - 1), clamp(rr, 0, m - 1));
+    a(c, rr) = flip ? cast(Int(8), cast(Int(16), stored) - 128) : stored;
     Func b = clamped_matrix(weight, n, k, transpose_weight, "w_clamped");
     RDom rs(0, k, "rs");
     colsum_(c) = cast(UInt(32), 0);  // mod 2^32 by definition
     colsum_(c) += cast(UInt(32), cast(Int(32), b(c, rs)));
 
-    p_.layout = schedule_knobs.layout(get_target(), kAcc);
     // Exact u8 x s8 products summed mod 2^32 by construction (uint32, with int32 partial sums of K
     // blocks where K is grouped, in the form Halide maps to pmaddwd / vpdpwssd / vpdpbusd).
     build_dot8_matmul(p_, a, b, k);
 
     // Stage 3: the epilogue.
     const Var j = p_.j, ii = p_.i;
-    Expr total = p_.acc(j, ii) - (colsum_(j) << 7);  // uint32: mod 2^32
+    Expr total = flip ? p_.acc(j, ii) : p_.acc(j, ii) - (colsum_(j) << 7);  // uint32: mod 2^32
     if (has_bias) total = total + cast(UInt(32), bias(j));
     const Expr wscale = fused_scale ? reinterpret(Float(32), cast(UInt(32), weight_scale(j)))
                                     : Expr(weight_scale(j));
@@ -162,7 +166,7 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     p_.per_row = {xq_};
     if (dynamic) p_.per_row.push_back(rowmax_);
     p_.per_call = {s, inv};
-    p_.per_column = {colsum_};
+    if (!flip) p_.per_column = {colsum_};
   }
 
   void schedule() {
@@ -181,8 +185,9 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
   }
 
  private:
-  static constexpr schedules::Accumulator kAcc{32, true,
-                                               8};  // the exact int32 sum of int8 products
+  // The exact int32 sum of 8-bit products: x_q stored offset as uint8 times int8 weights, so
+  // mixed-sign operands (AArch64's layout flips them back: flip_a_sign).
+  static constexpr schedules::Accumulator kAcc{32, true, 8, /*mixed_sign=*/true};
   Func xq_{"x_q"};
   Func rowmax_{"rowmax"};
   Func colsum_{"colsum"};
