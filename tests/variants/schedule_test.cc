@@ -197,8 +197,9 @@ TEST(Seam, HvxRefusesWhatItCannotComputeExactly) {
 }
 
 // arm_matmul's defaults on AArch64: 8 x 3-vector tiles in strips of whole tiles; the dot-product
-// group (sdot/udot) for same-sign 8-bit operands where the target has arm_dot_prod, never for
-// uint8 x int8 (no usdot in Halide 21), floats or 32-bit integers.
+// group (sdot/udot) for 8-bit operands where the target has arm_dot_prod, never for floats or
+// 32-bit integers; mixed-sign operands in that group have A's sign flipped (no usdot in Halide
+// 21), and only they.
 TEST(Seam, ArmDefaultsFollowTheTargetAndTheOperands) {
   using schedules::Accumulator;
   const schedules::TargetInfo dot = schedules::target_info("arm-64-linux-arm_dot_prod");
@@ -216,7 +217,16 @@ TEST(Seam, ArmDefaultsFollowTheTargetAndTheOperands) {
   EXPECT_EQ(s8.register_tiled()->k_group, 4);
   EXPECT_EQ(s8.register_tiled()->tile_rows, 8);
   EXPECT_EQ(s8.register_tiled()->n_block % s8.register_tiled()->tile_columns(dot, 32), 0);
-  EXPECT_EQ(k_group(dot, Accumulator{32, true, 8, true}), 1);    // uint8 x int8
+  EXPECT_FALSE(s8.layout(dot, Accumulator{32, true, 8, false}).flip_a_sign);
+  const Accumulator mixed{32, true, 8, true};  // uint8 x int8
+  const Schedule m8 = schedule(dot, mixed);
+  EXPECT_EQ(m8.register_tiled()->k_group, 4);
+  EXPECT_TRUE(m8.layout(dot, mixed).flip_a_sign);
+  // Sequential K (k_group 1) sums the mixed products as they are.
+  schedules::ArmMatmulParams sequential = *m8.get_if<schedules::ArmMatmulParams>();
+  sequential.k_group = 1;
+  EXPECT_FALSE(sequential.layout(dot, mixed).flip_a_sign);
+  EXPECT_FALSE(schedule(neon, mixed).layout(neon, mixed).flip_a_sign);
   EXPECT_EQ(k_group(neon, Accumulator{32, true, 8, false}), 1);  // no dot product
   EXPECT_EQ(k_group(dot, Accumulator{32, true, 32, false}), 1);  // int32 Gemm
   EXPECT_EQ(schedule(dot, Accumulator{32, false, 32}).tag(dot, {32, false}), "8x12k4n192pt");
