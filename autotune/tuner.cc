@@ -367,7 +367,9 @@ TuneSummary autotune(const TuneOptions& o) {
     }
     if (cost == kCostQemuInstructions && platform.counting_runner.empty()) {
       invalid("autotune", "--target ", target, " runs under no qemu, so it has no ",
-              kCostQemuInstructions, " proxy: pass --runner with --cost device_time");
+              kCostQemuInstructions,
+              " proxy: time it on its device with --cost device_time "
+              "(and --runner when the device is another machine)");
     }
     if (auto why =
             verify::missing_tool(platform, o.runner.empty() || cost == kCostQemuInstructions)) {

@@ -35,6 +35,7 @@
  * that runtimes without device support (freestanding Hexagon) link without them. */
 #pragma weak halide_copy_to_host
 #pragma weak halide_device_free
+#pragma weak halide_device_sync
 
 #define MAGIC 0x52544d4du /* "MMTR" */
 #define GUARD 256
@@ -254,6 +255,11 @@ static void call_kernel(uint32_t repetitions) {
     start = mmtune_io_clock_ns();
     rc = 0;
     for (r = 0; r < repetitions && rc == 0; ++r) rc = mmtune_runner_kernels[index].argv_fn(argv);
+    /* A GPU kernel returns once launched: the clock stops when the device has finished. */
+    for (i = 0; i < count && halide_device_sync; ++i) {
+      if (args[i].kind != 0 && args[i].buffer.device != 0 && rc == 0)
+        rc = halide_device_sync(0, &args[i].buffer);
+    }
     elapsed = mmtune_io_clock_ns() - start;
     mmtune_io_mark(2);
   }
