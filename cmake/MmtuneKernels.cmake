@@ -5,7 +5,8 @@ include_guard(GLOBAL)
 
 # The shipped databases of the build machine's architecture, best first (the order in which the
 # runtime tries them on the CPU it runs on: runtime/src/dispatch.cc): every x86-64 level tuned/
-# holds, whatever the build machine's own CPU (a level its CPU lacks is compiled, not run); none
+# holds, whatever the build machine's own CPU (a level its CPU lacks is compiled, not run), GPU
+# targets' databases excepted (autotune/CMakeLists.txt builds them: MMTUNE_CROSS_TARGETS); none
 # for cross builds or other architectures.
 function(mmtune_shipped_kernel_targets out_var)
   set(targets "")
@@ -16,6 +17,10 @@ function(mmtune_shipped_kernel_targets out_var)
     foreach(rank IN ITEMS avx512 avx2 other)
       foreach(db IN LISTS dbs)
         string(REGEX REPLACE "\\.json$" "" t "${db}")
+        # A GPU target's database (x86-64-linux-cuda-...) is a cross target's: MMTUNE_CROSS_TARGETS.
+        if(t MATCHES "-(cuda|opencl|metal|vulkan|d3d12compute|webgpu)")
+          continue()
+        endif()
         if((rank STREQUAL "avx512" AND t MATCHES "avx512")
            OR (rank STREQUAL "avx2" AND t MATCHES "avx2" AND NOT t MATCHES "avx512")
            OR (rank STREQUAL "other" AND NOT t MATCHES "avx2|avx512"))

@@ -190,13 +190,14 @@ TEST(TuneInputs, EveryIdentityHasACanonicalSpec) {
     EXPECT_EQ(tune::parse_identity_spec(spec), id) << spec;
     EXPECT_EQ(tune::identity_spec(tune::parse_identity_spec(spec)), spec);
   }
-  // The shipped QuantMatmulDequant kernels are the defaults.
+  // The shipped QuantMatmulDequant kernels are the default modes, with or without smoothing,
+  // and the fused scale (the cross targets' databases carry it, as `mmtune verify` checks it).
+  const std::set<std::string> shipped_modes = {"QuantMatmulDequant",
+                                               "QuantMatmulDequant:smooth=true",
+                                               "QuantMatmulDequant:fused_scale=true"};
   for (const KernelIdentity& id : shipped) {
-    if (id.op == "QuantMatmulDequant") {
-      EXPECT_EQ(tune::identity_spec(id), id.params.at("has_smooth") == "true"
-                                             ? "QuantMatmulDequant:smooth=true"
-                                             : "QuantMatmulDequant");
-    }
+    if (id.op == "QuantMatmulDequant")
+      EXPECT_EQ(shipped_modes.count(tune::identity_spec(id)), 1u) << tune::identity_spec(id);
   }
   // Identities no call has.
   KernelIdentity id = tune::parse_identity_spec("Gemm:int32");
