@@ -114,6 +114,15 @@ makes a kernel for its estimates, which often refuses shapes smaller than its ti
 are gated on the bucket's own shape by default (--baseline-gate bucket); --baseline-gate full runs
 the candidates' whole battery (records of their own), and the report says which.
 
+A --target this machine cannot run (arm-64-linux-arm_dot_prod, hexagon-32-noos-hvx-hvx_128-hvx_v66)
+is tuned through its kernel runner: each candidate built with the target's toolchain, gated bit
+for bit on the target (its qemu, or --runner 'ssh board {exe} {args}'), then costed there:
+--cost qemu_instructions (the default without --runner) counts the guest instructions one call
+executes under qemu, a deterministic proxy named so in the records, tuned/<target>.json and the
+report (a measure of work, not of time); --cost device_time (the default with --runner) times the
+calls with the device's clock. No baselines, machine figures or package for such a target
+(`mmtune build-library` builds its tuned kernels).
+
 Writes to --out: tuning.jsonl (unless --db says otherwise), tuned/<target>.json, the database
 the build consumes (cmake -DMMTUNE_DATABASE=<out>/tuned/<target>.json), machine.json (peak
 FLOP/s and memory bandwidth, measured at the start), report.html and, unless --no-package, the
@@ -129,6 +138,7 @@ Examples:
   mmtune autotune --op Gemm:float32 --shapes benchmarks/shapes/llm.txt --budget 30m
   mmtune autotune --op Gemm:bfloat16:contract=fma --shape 1,4096,4096 --max-candidates 40 --jobs 2
   mmtune autotune --baselines Mullapudi2016,Li2018      # skip Adams2019
+  mmtune autotune --target arm-64-linux-arm_dot_prod --op QLinearMatMul:uint8,int8,uint8 --shape 16,1024,1024
   mmtune autotune --ops-from tuned/x86-64-linux-sse41.json --target x86-64-linux-sse41
                                                    # retune every identity a database ships
   mmtune autotune --shard 2/8 --db shard2.jsonl --no-emit ...   # one of 8 independent processes

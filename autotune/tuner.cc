@@ -362,8 +362,8 @@ TuneSummary autotune(const TuneOptions& o) {
     cost = !o.cost.empty() ? o.cost : o.runner.empty() ? kCostQemuInstructions : kCostDeviceTime;
     if (platform.cannot_run && o.runner.empty()) {
       invalid("autotune", "--target ", target, ": ", *platform.cannot_run,
-              ", and no emulator runs it: tune on a machine that has one (with --runner and "
-              "--cost device_time)");
+              ", and no emulator runs it: tune where it runs, with --cost device_time (and "
+              "--runner when that is another machine)");
     }
     if (cost == kCostQemuInstructions && platform.counting_runner.empty()) {
       invalid("autotune", "--target ", target, " runs under no qemu, so it has no ",
