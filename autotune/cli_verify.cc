@@ -239,6 +239,7 @@ Examples:
         }
       }
     }
+    std::map<std::string, std::map<std::string, int>> library_instructions;  // by kernel key
     if (!manifest.is_null()) {
       for (const nlohmann::json& e : manifest.at("kernels")) {
         Kernel k;
@@ -248,6 +249,9 @@ Examples:
         k.v.target = target;
         k.key = kernel_key(k.id, k.v);
         k.name = e.at("name").get<std::string>();
+        if (e.contains("instructions"))
+          library_instructions[k.key.to_string()] =
+              e["instructions"].get<std::map<std::string, int>>();
         kernels.push_back(std::move(k));
       }
     }
@@ -265,14 +269,8 @@ Examples:
       build = verify::build_runner(target, keys, work, o->jobs, say);
     } else {
       // Linked from the library itself: what ships is what is checked.
-      for (const Kernel& k : kernels) {
-        build.functions[k.key.to_string()] = k.name;
-        for (const nlohmann::json& e : manifest["kernels"]) {
-          if (e.value("name", "") == k.name && e.contains("instructions"))
-            build.instructions[k.key.to_string()] =
-                e["instructions"].get<std::map<std::string, int>>();
-        }
-      }
+      for (const Kernel& k : kernels) build.functions[k.key.to_string()] = k.name;
+      build.instructions = library_instructions;
       const std::string archive =
           fs::absolute(fs::path(o->library) / "lib" / "libmmtune_kernels.a").string();
       verify::link_runner(target, build, work, say, archive);

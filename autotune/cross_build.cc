@@ -34,18 +34,6 @@ void write_file(const fs::path& p, const std::string& text) {
   MMTUNE_CHECK(out.good(), "cannot write " << p.string());
 }
 
-// The program `name` on PATH (or `name` itself when it holds a slash), or "".
-std::string find_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path != nullptr ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(ss, dir, ':');) {
-    std::string file = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(file.c_str(), X_OK) == 0) return file;
-  }
-  return "";
-}
-
 // Commands, each with its log, run `jobs` at once; the message of each that failed (its exit and
 // its log's end), by index.
 struct Step {
@@ -131,6 +119,17 @@ void native_runner(Platform& p) {
 }
 
 }  // namespace
+
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path != nullptr ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(ss, dir, ':');) {
+    std::string file = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(file.c_str(), X_OK) == 0) return file;
+  }
+  return "";
+}
 
 std::string runner_source_dir() {
   const char* env = std::getenv("MMTUNE_SOURCE_DIR");

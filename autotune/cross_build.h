@@ -85,6 +85,9 @@ void link_runner(const std::string& target, RunnerBuild& build, const std::strin
                  const std::function<void(const std::string&)>& progress,
                  const std::string& archive = "");
 
+// The program `name` on PATH (or `name` itself when it holds a slash), or "".
+std::string find_program(const std::string& name);
+
 // The folder of the mmtune source tree the runner's sources are read from: MMTUNE_SOURCE_DIR in
 // the environment, else the tree this program was built from.
 std::string runner_source_dir();

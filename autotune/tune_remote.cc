@@ -12,6 +12,7 @@
 #include "autotune/halide_ops.h"
 #include "autotune/remote_runner.h"
 #include "autotune/tune_inputs.h"
+#include "autotune/tune_timing.h"
 #include "reference/error.h"
 
 namespace mmtune::tune {
@@ -49,6 +50,11 @@ std::string runner_dir(const Job& job, const std::vector<KernelKey>& keys) {
 }
 
 }  // namespace
+
+std::string cost_kind(const Record& r) {
+  const auto c = r.extra.find("cost");
+  return c != r.extra.end() && c->is_object() ? c->value("kind", "") : "";
+}
 
 std::string cost_description(const std::string& kind) {
   if (kind == kCostQemuInstructions) {
@@ -156,9 +162,7 @@ std::vector<Record> evaluate_remote(const Job& job,
   }
   if (passed.empty()) return records;
 
-  const std::vector<OpCall> calls =
-      timing_calls(id, job.shape.at(0), job.shape.at(1), job.shape.at(2), job.seed);
-  const OpCall& call = calls.at(0);
+  const OpCall call = timing_call(id, job.shape.at(0), job.shape.at(1), job.shape.at(2), job.seed);
   const double ops = 2.0 * static_cast<double>(job.shape.at(0)) *
                      static_cast<double>(job.shape.at(1)) * static_cast<double>(job.shape.at(2));
   // The count is taken in a session of its own, the counted calls its first, so that it does not

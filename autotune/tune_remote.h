@@ -24,6 +24,9 @@ namespace mmtune::tune {
 inline constexpr const char* kCostQemuInstructions = "qemu_instructions";
 inline constexpr const char* kCostDeviceTime = "device_time";
 
+// A record's cost kind: extra["cost"]["kind"], or "" for this machine's wall time.
+std::string cost_kind(const Record& r);
+
 // What a cost kind means, one sentence (reports and tuned databases say it beside the figures).
 std::string cost_description(const std::string& kind);
 

@@ -410,12 +410,11 @@ std::string render_report(const std::vector<Record>& records, const std::string&
     (is_baseline(r) ? baselines : mine).push_back(&r);
   }
   // A cross target tuned by the qemu proxy: its rates are operations per instruction.
-  std::string cost_kind;
+  std::string cost;
   for (const Record* r : mine) {
-    const auto c = r->extra.find("cost");
-    if (c != r->extra.end() && c->is_object()) cost_kind = c->value("kind", "");
+    if (!cost_kind(*r).empty()) cost = cost_kind(*r);
   }
-  g_unit = cost_kind == kCostQemuInstructions ? RateUnit{1.0, "op/instr", 3} : RateUnit{};
+  g_unit = cost == kCostQemuInstructions ? RateUnit{1.0, "op/instr", 3} : RateUnit{};
   std::map<std::string, int> outcomes, baseline_outcomes;
   for (const Record* r : mine) ++outcomes[outcome_name(r->outcome)];
   for (const Record* r : baselines) ++baseline_outcomes[outcome_name(r->outcome)];
@@ -448,8 +447,8 @@ std::string render_report(const std::vector<Record>& records, const std::string&
     os << " baselines are never winners.";
   }
   os << "</p>\n";
-  if (!cost_kind.empty()) {
-    os << "<p><b>Cost: " << esc(cost_kind) << "</b>: " << esc(cost_description(cost_kind))
+  if (!cost.empty()) {
+    os << "<p><b>Cost: " << esc(cost) << "</b>: " << esc(cost_description(cost))
        << ". The kernels were built with the target's toolchain and gated bit for bit on the "
           "target (under qemu, or through the runner command).</p>\n";
   }

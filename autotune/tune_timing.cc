@@ -55,10 +55,14 @@ int64_t last_level_cache_bytes() {
   return best > 0 ? best : int64_t{32} << 20;
 }
 
+OpCall timing_call(const KernelIdentity& id, int64_t m, int64_t n, int64_t k, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x9E3779B97F4A7C15ull);
+  return make_call(id, m, n, k, DataKind::kRandom, rng);
+}
+
 std::vector<OpCall> timing_calls(const KernelIdentity& id, int64_t m, int64_t n, int64_t k,
                                  uint64_t seed) {
-  std::mt19937_64 rng(seed ^ 0x9E3779B97F4A7C15ull);
-  std::vector<OpCall> copies{make_call(id, m, n, k, DataKind::kRandom, rng)};
+  std::vector<OpCall> copies{timing_call(id, m, n, k, seed)};
   int64_t bytes = 0;
   for (const auto& [name, t] : copies[0].inputs) bytes += static_cast<int64_t>(t.bytes.size());
   const int64_t want =

@@ -32,6 +32,9 @@ int64_t last_level_cache_bytes();
 // timed on the same data.
 std::vector<OpCall> timing_calls(const KernelIdentity& id, int64_t m, int64_t n, int64_t k,
                                  uint64_t seed);
+// The first of those calls alone (the same data): what a target's runner is costed on
+// (autotune/tune_remote.h), where the host's cache is not the target's.
+OpCall timing_call(const KernelIdentity& id, int64_t m, int64_t n, int64_t k, uint64_t seed);
 
 // Times `count` implementations interleaved (one sample of each in turn, so that drift hits all
 // alike): `call(i, c)` runs implementation i once on input copy c (of `copies`, taken in rotation).

@@ -108,12 +108,6 @@ std::string rate_text(double rate) {
   return os.str();
 }
 
-// A record's cost kind: "" for this machine's wall time, else extra.cost.kind.
-std::string cost_kind(const Record& r) {
-  const auto c = r.extra.find("cost");
-  return c != r.extra.end() && c->is_object() ? c->value("kind", "") : "";
-}
-
 // A record's rate with its unit: G/s, or operations per instruction for the qemu proxy.
 std::string rate_text(const Record& r) {
   if (cost_kind(r) != kCostQemuInstructions) return rate_text(r.rate);

@@ -4,12 +4,10 @@
 #include "autotune/remote_runner.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,19 +25,8 @@ std::string source_dir() {
   return env != nullptr ? env : MMTUNE_SOURCE_DIR_DEFAULT;
 }
 
-// The program `name` on PATH, or "".
-std::string on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
-  for (std::string d; std::getline(dirs, d, ':');) {
-    if (::access((d + "/" + name).c_str(), X_OK) == 0) return d + "/" + name;
-  }
-  return "";
-}
-
 fs::path scratch_dir() {
-  fs::path dir =
-      fs::temp_directory_path() / ("mmtune_fake_runner_" + std::to_string(::getpid()));
+  fs::path dir = fs::temp_directory_path() / ("mmtune_fake_runner_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir;
 }
@@ -190,11 +177,12 @@ TEST(RemoteRunner, MeasuredCallsRepeatTheKernelAndReportTheTargetsClock) {
 // The proxy cost: the qemu plugin counts the guest instructions between the runner's marks, the
 // same count for the same call, more for more repetitions, nothing for unmeasured calls.
 TEST(RemoteRunner, TheQemuInstructionCounterCountsTheMeasuredRunsRepeatably) {
-  if (on_path("aarch64-linux-gnu-gcc").empty() || on_path("qemu-aarch64").empty())
+  if (verify::find_program("aarch64-linux-gnu-gcc").empty() ||
+      verify::find_program("qemu-aarch64").empty())
     GTEST_SKIP()
         << "aarch64-linux-gnu-gcc or qemu-aarch64 missing (scripts/bootstrap installs them)";
   const std::string exe =
-      build_fake_runner({on_path("aarch64-linux-gnu-gcc"), "-static"}, "runner_arm64");
+      build_fake_runner({verify::find_program("aarch64-linux-gnu-gcc"), "-static"}, "runner_arm64");
   const fs::path dir = scratch_dir();
   const std::string plugin = verify::counting_plugin(dir.string());
   const std::string counts = (dir / "counts.txt").string();
