@@ -133,11 +133,18 @@ SPEC is OP[:TYPES][:KEY=VALUE...], e.g.
   Gemm:float32:contract=fma   QLinearMatMul:uint8,int8,uint8:requant=float32
   QGemm:uint8,int8:output=float32   QuantMatmulDequant
 
+prepacked_b=true (float32 Gemm, 8-bit QLinearMatMul and QGemm, B not transposed) tunes the kernel
+that reads B prepacked (mmtune::runtime::prepack_b): gated with each case's B packed by its call,
+timed with B packed before the clock starts, its first candidates the plain identity's best of
+each bucket in the database. A database with such kernels builds them in place of the prepacked
+twins of the identity's plain kernels (cmake/MmtuneKernels.cmake).
+
 Examples:
   mmtune autotune                                  # float32 Gemm (fma) and u8.s8->u8 QLinearMatMul
   mmtune autotune --op Gemm:float32 --shapes benchmarks/shapes/llm.txt --budget 30m
   mmtune autotune --op Gemm:bfloat16:contract=fma --shape 1,4096,4096 --max-candidates 40 --jobs 2
   mmtune autotune --baselines Mullapudi2016,Li2018      # skip Adams2019
+  mmtune autotune --op QLinearMatMul:uint8,int8,uint8:prepacked_b=true --shape 1,4096,4096
   mmtune autotune --target arm-64-linux-arm_dot_prod --op QLinearMatMul:uint8,int8,uint8 --shape 16,1024,1024
   mmtune autotune --ops-from tuned/x86-64-linux-sse41.json --target x86-64-linux-sse41
                                                    # retune every identity a database ships

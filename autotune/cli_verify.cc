@@ -43,18 +43,6 @@ const char* const kDefaultSpecs[] = {
     "QuantMatmulDequant:fused_scale=true",
 };
 
-// Whether the runtime builds a prepacked twin of `id` (cmake/MmtuneKernels.cmake, MMTUNE_PREPACKED:
-// float32 Gemm, 8-bit QLinearMatMul and QGemm, B not transposed).
-bool has_prepacked_kernel(const KernelIdentity& id) {
-  auto param = [&](const char* key) {
-    auto it = id.params.find(key);
-    return it == id.params.end() ? std::string() : it->second;
-  };
-  if (param("trans_b") == "true" || !param("a_format").empty()) return false;
-  if (id.op == "Gemm") return param("A.type") == "float32";
-  return id.op == "QLinearMatMul" || id.op == "QGemm";
-}
-
 std::string join_names(const std::vector<std::string>& names) {
   std::string s;
   for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
@@ -195,7 +183,9 @@ Examples:
     std::vector<std::pair<std::string, std::string>> unsupported;
     std::mt19937_64 rng(o->seed);
     for (const std::string& spec : specs) {
-      const KernelIdentity id = tune::parse_identity_spec(spec);
+      bool only_prepacked = false;  // a spec with prepacked_b=true: that kernel alone
+      const KernelIdentity id =
+          tune::without_prepacked(tune::parse_identity_spec(spec), &only_prepacked);
       const schedules::Accumulator acc = accumulator_of(id);
       // The template's default first: an identity it cannot compute exactly is reported, with
       // no draws (its space has no valid point for it).
@@ -223,7 +213,8 @@ Examples:
         draws.emplace_back(schedules::sample(name, info, acc, rng));
       for (const auto& schedule : draws) {
         for (bool prepacked : {false, true}) {
-          if (prepacked && (o->no_prepacked || !has_prepacked_kernel(id))) continue;
+          if (prepacked && (o->no_prepacked || !tune::has_prepacked_kernel(id))) continue;
+          if (!prepacked && only_prepacked) continue;
           Kernel k;
           k.spec = tune::identity_spec(id);
           k.id = id;
@@ -243,11 +234,12 @@ Examples:
     if (!manifest.is_null()) {
       for (const nlohmann::json& e : manifest.at("kernels")) {
         Kernel k;
-        k.id = tune::parse_identity_spec(e.at("identity").get<std::string>());
+        const KernelIdentity keyed = tune::parse_identity_spec(e.at("identity").get<std::string>());
+        k.id = tune::without_prepacked(keyed, &k.v.prepacked_b);
         k.spec = tune::identity_spec(k.id);
         k.v.schedule = e.at("schedule").get<schedules::Schedule>();
         k.v.target = target;
-        k.key = kernel_key(k.id, k.v);
+        k.key = kernel_key(keyed, k.v);
         k.name = e.at("name").get<std::string>();
         if (e.contains("instructions"))
           library_instructions[k.key.to_string()] =

@@ -3,6 +3,7 @@
 #include "autotune/halide_ops.h"
 
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,28 @@ KernelKey prepacked_key(KernelIdentity id, const HalideVariant& v, bool dot8, Pa
   return key;
 }
 
+// B (K, N; transposed when `trans`: `b` is then its (K, N) copy) packed for `layout`, with its
+// column sums mod 2^32 when `sums`: from v's panel cache (packed on first use, keyed by `source`,
+// the caller's B) or into `local`.
+const PanelCache::Packed& packed_b(const HalideVariant& v, const Tensor& source, bool trans,
+                                   const Tensor& b, const PanelLayout& layout, bool sums,
+                                   PanelCache::Packed& local) {
+  auto pack = [&] {
+    return PanelCache::Packed{pack_b_panels(b, layout), sums ? column_sums_mod32(b) : Tensor()};
+  };
+  if (!v.panel_cache) {
+    local = pack();
+    return local;
+  }
+  std::ostringstream l;
+  l << layout.panel << "/" << layout.k_group << "/" << layout.pack_b << "/" << layout.dot8 << "/"
+    << layout.strip << "/" << sums;
+  auto key = std::make_tuple(static_cast<const void*>(source.bytes.data()), trans, l.str());
+  auto it = v.panel_cache->packed.find(key);
+  if (it == v.panel_cache->packed.end()) it = v.panel_cache->packed.emplace(key, pack()).first;
+  return it->second;
+}
+
 }  // namespace
 
 std::size_t jit_cache_size() { return jit::cache_size(); }
@@ -116,9 +139,12 @@ Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v, JitRun* run) {
   Tensor y(call.a->dtype, {plan.m, plan.n});
   if (y.numel() == 0) return y;
   const Tensor dummy(call.a->dtype, {});
-  const Tensor panels = v.prepacked_b ? pack_b_panels(*call.b, layout) : Tensor();
+  PanelCache::Packed local;
+  const Tensor* panels =
+      v.prepacked_b ? &packed_b(v, *args.b, args.trans_b, *call.b, layout, false, local).panels
+                    : nullptr;
   auto a = view(*call.a, call.a->shape);
-  auto b = v.prepacked_b ? view(panels, panels.shape) : view(*call.b, call.b->shape);
+  auto b = panels ? view(*panels, panels->shape) : view(*call.b, call.b->shape);
   auto c = call.c ? view(*call.c, {plan.m, plan.n}) : view(dummy, {1, 1});
   auto out = view_matrix(output_data(y, kernel.placed_output()), y.dtype, 0, plan.m, plan.n);
   kernel(a.raw_buffer(), b.raw_buffer(), c.raw_buffer(), call.alpha, call.beta, out.raw_buffer());
@@ -137,12 +163,11 @@ Tensor qlinear_matmul_halide(const QLinearMatMulArgs& args, const HalideVariant&
                                            {"b (one batch entry)", {s.k, s.n}, args.b->dtype},
                                            {"y (one batch entry)", {s.m, s.n}, plan.out_dtype}});
   const bool packed = v.prepacked_b && !qlinear_matmul_no_kernel(plan);
-  Tensor panels, sums;
+  PanelCache::Packed local;
   PackedOperand packed_operand;
   if (packed) {
-    panels = pack_b_panels(*args.b, layout);
-    if (!plan.float8) sums = column_sums_mod32(*args.b);
-    packed_operand = {&panels, plan.float8 ? nullptr : &sums};
+    const PanelCache::Packed& p = packed_b(v, *args.b, false, *args.b, layout, !plan.float8, local);
+    packed_operand = {&p.panels, plan.float8 ? nullptr : &p.sums};
   }
   return run_qlinear_matmul_host(
       args, plan,
@@ -161,14 +186,13 @@ Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v, JitRun* run) 
                                    {"Y", {plan.m, plan.n}, plan.out_dtype}});
   // A prepacked B: packed from B (K, N), a transposed one materialized first.
   const bool packed = v.prepacked_b && !qgemm_no_kernel(plan);
-  Tensor panels, sums;
+  PanelCache::Packed local;
   PackedOperand packed_operand;
   if (packed) {
     const Tensor b_kn = args.trans_b ? transposed(*args.b) : Tensor();
     const Tensor& b = args.trans_b ? b_kn : *args.b;
-    panels = pack_b_panels(b, layout);
-    sums = column_sums_mod32(b);
-    packed_operand = {&panels, &sums};
+    const PanelCache::Packed& p = packed_b(v, *args.b, args.trans_b, b, layout, true, local);
+    packed_operand = {&p.panels, &p.sums};
   }
   return run_qgemm_host(
       args, plan,

@@ -8,7 +8,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <string>
 #include <string_view>
+#include <tuple>
 
 #include "autotune/kernel_key.h"
 #include "reference/registry.h"
@@ -21,6 +24,16 @@ struct JitRun {
   std::size_t output_bytes = 0;  // copied back into the returned tensor
   int kernel_calls = 0;  // out: kernel invocations; 0 when the reference computed Y (an empty
                          // output, K = 0 where the host hands it to the reference)
+};
+
+// B's panels (and, for the integer operators, its column sums) packed for a layout, kept for the
+// calls after the first (HalideVariant::panel_cache): keyed by B's storage, whether the call
+// transposes it and the layout, so B must stay alive and unchanged while the cache is used.
+struct PanelCache {
+  struct Packed {
+    Tensor panels, sums;
+  };
+  std::map<std::tuple<const void*, bool, std::string>, Packed> packed;
 };
 
 Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v, JitRun* run = nullptr);

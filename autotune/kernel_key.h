@@ -35,6 +35,10 @@ struct HalideVariant {
   // generator's prepacked_b kernel (Gemm, QGemm; QLinearMatMul with a 2-D b), as the runtime's
   // prepack_b calls do.
   bool prepacked_b = false;
+  // With prepacked_b: set, B is packed once per B and layout and reused by the calls after (the
+  // tuner's timing, which times the call of a prepacked B, not its packing); absent, every call
+  // packs its B (the gate: each case's B is new).
+  std::shared_ptr<struct PanelCache> panel_cache = nullptr;
   // Set: the kernel runs there (a runner on another target, autotune/kernel_executor.h), built
   // for `target` beforehand; the JIT compiles nothing and this CPU need not run `target`.
   std::shared_ptr<class KernelExecutor> executor = nullptr;

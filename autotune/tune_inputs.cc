@@ -540,6 +540,7 @@ OpGrammar gemm_grammar() {
   for (const std::string& p : g.type_params) g.keys.push_back(param_key(p, names_of(kGemmTypes)));
   for (const char* p : {"trans_a", "trans_b", "has_c"}) g.keys.push_back(param_key(p, kFlags));
   g.keys.push_back(param_key("contract", {"strict", "fma"}));
+  g.keys.push_back(param_key("prepacked_b", {"true"}));
   g.defaults = [](Params& p) {
     set_default(p, "A.type", "float32");
     for (const char* t : {"B.type", "C.type", "Y.type"}) set_default(p, t, p["A.type"]);
@@ -574,6 +575,7 @@ OpGrammar qlinear_matmul_grammar() {
   g.keys.push_back(param_key("scale_type", scale_types));
   g.keys.push_back(param_key("requant", {"float32", "float64"}));
   g.keys.push_back(alias_key("scale", "scale_type", scale_types));
+  g.keys.push_back(param_key("prepacked_b", {"true"}));
   g.defaults = [](Params& p) {
     set_default(p, "a.type", "uint8");
     set_default(p, "b.type", "int8");
@@ -596,6 +598,7 @@ OpGrammar qgemm_grammar() {
   g.keys.push_back(param_key("has_y_scale", kFlags));
   g.keys.push_back(alias_key("output", "Y.type", outputs));
   g.keys.push_back(alias_key("y_scale", "has_y_scale", kFlags));
+  g.keys.push_back(param_key("prepacked_b", {"true"}));
   g.defaults = [](Params& p) {
     set_default(p, "A.type", "uint8");
     set_default(p, "B.type", "int8");
@@ -894,8 +897,9 @@ OpCall quant_matmul_dequant_call(const KernelIdentity& id, int64_t m, int64_t n,
   return call;
 }
 
-OpCall build_call(const KernelIdentity& id, int64_t m, int64_t n, int64_t k, DataKind kind,
+OpCall build_call(const KernelIdentity& identity, int64_t m, int64_t n, int64_t k, DataKind kind,
                   std::mt19937_64& rng) {
+  const KernelIdentity id = without_prepacked(identity);  // the same call
   if (id.op == "Gemm") return gemm_call(id, m, n, k, kind, rng);
   if (id.op == "QLinearMatMul") return qlinear_matmul_call(id, m, n, k, kind, rng);
   if (id.op == "QGemm") return qgemm_call(id, m, n, k, kind, rng);
@@ -905,7 +909,8 @@ OpCall build_call(const KernelIdentity& id, int64_t m, int64_t n, int64_t k, Dat
 }
 
 // Why `call` does not have identity `id` (nullopt: it does).
-std::optional<std::string> identity_mismatch(const KernelIdentity& id, const OpCall& call) {
+std::optional<std::string> identity_mismatch(const KernelIdentity& identity, const OpCall& call) {
+  const KernelIdentity id = without_prepacked(identity);  // its calls are the plain kernel's
   KernelIdentity got;
   try {
     got = call_identity(call);
@@ -1021,10 +1026,32 @@ KernelIdentity parse_identity_spec(const std::string& spec) {
   }
   g->defaults(set);
   KernelIdentity id{g->op, g->generator, set};
+  bool prepacked = false;
+  const KernelIdentity plain = without_prepacked(id, &prepacked);
+  if (prepacked && !has_prepacked_kernel(plain)) {
+    invalid(where,
+            "prepacked_b=true: only float32 Gemm, 8-bit integer QLinearMatMul and QGemm, "
+            "with B not transposed, have a kernel reading B prepacked; ",
+            identity_spec(plain), " has none");
+  }
   std::mt19937_64 rng(1);
   if (auto why = identity_mismatch(id, build_call(id, 2, 3, 4, DataKind::kRandom, rng))) {
     invalid(where, *why);
   }
+  return id;
+}
+
+bool has_prepacked_kernel(const KernelIdentity& id) {
+  if (get(id.params, "trans_b") == "true" || !get(id.params, "a_format").empty()) return false;
+  if (id.op == "Gemm") return get(id.params, "A.type") == "float32";
+  return id.op == "QLinearMatMul" || id.op == "QGemm";
+}
+
+KernelIdentity without_prepacked(KernelIdentity id, bool* prepacked) {
+  auto it = id.params.find("prepacked_b");
+  const bool was = it != id.params.end() && it->second == "true";
+  if (it != id.params.end()) id.params.erase(it);
+  if (prepacked) *prepacked = was;
   return id;
 }
 

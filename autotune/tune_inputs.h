@@ -49,6 +49,9 @@ namespace mmtune::tune {
 //                                           default of `dynamic` follows
 //                       weight=nk|kn (transpose_weight true|false), smooth=true|false
 //                       (has_smooth), bias=true|false (has_bias)
+// Gemm (float32), QLinearMatMul (8-bit integer) and QGemm, B not transposed, also take
+// prepacked_b=true: the kernel that reads B packed once on the host (mmtune::runtime::prepack_b),
+// which computes the same call; its schedules are tuned and timed with B packed outside the call.
 // A parameter no part sets takes the default the shipped kernels use:
 //   Gemm                float32, trans_a=false, trans_b=false, has_c=true, contract=strict
 //   QLinearMatMul       uint8,int8,uint8, scale_type=float32, requant=float32
@@ -66,6 +69,14 @@ namespace mmtune::tune {
 // contract (its calls run contract=strict). Errors: InvalidArgument "--op 'SPEC': ..." naming the
 // bad part and what is allowed.
 KernelIdentity parse_identity_spec(const std::string& spec);
+
+// Whether the runtime has a kernel of `id` that reads B prepacked (cmake/MmtuneKernels.cmake,
+// MMTUNE_PREPACKED: float32 Gemm, 8-bit QLinearMatMul and QGemm, B not transposed), whether or not
+// `id` itself says prepacked_b.
+bool has_prepacked_kernel(const KernelIdentity& id);
+// `id` without prepacked_b (the identity of the calls its kernel computes); `*prepacked` says
+// whether it was prepacked_b=true.
+KernelIdentity without_prepacked(KernelIdentity id, bool* prepacked = nullptr);
 
 // The canonical spec of a valid identity: `OP:TYPES` (one type for Gemm, every type parameter
 // otherwise, none for QuantMatmulDequant) then, in a fixed order, only the parts without which the

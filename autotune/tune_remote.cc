@@ -68,7 +68,10 @@ std::string cost_description(const std::string& kind) {
 
 std::vector<Record> evaluate_remote(const Job& job,
                                     const std::function<void(const std::string&)>& phase) {
-  const KernelIdentity id = parse_identity_spec(job.identity);
+  // A prepacked identity: its kernels read B packed on the host, the calls are the plain ones.
+  bool prepacked = false;
+  const KernelIdentity keyed = parse_identity_spec(job.identity);
+  const KernelIdentity id = without_prepacked(keyed, &prepacked);
   const std::string target = resolve_target(job.target);
   const schedules::TargetInfo info = schedules::target_info(target);
   const verify::Platform platform = verify::platform_of(info);
@@ -92,7 +95,8 @@ std::vector<Record> evaluate_remote(const Job& job,
       HalideVariant v;
       v.target = target;
       v.schedule = schedule.get<schedules::Schedule>();
-      KernelKey key = kernel_key(id, v);
+      v.prepacked_b = prepacked;
+      KernelKey key = kernel_key(prepacked ? keyed : id, v);
       tiles.push_back(key.schedule.tile(info, accumulator_of(id)));
       keys.push_back(std::move(key));
       variants.push_back(std::move(v));

@@ -481,14 +481,20 @@ TuneSummary autotune(const TuneOptions& o) {
     for (const Record* r : existing) strategy.mark_seen(r->schedule);
     summary.resumed += static_cast<int>(existing.size());
     // Seeds: the incumbents (--ops-from), then the best schedules of the same identity's other
-    // buckets.
+    // buckets. A prepacked identity (prepacked_b=true) also starts from its plain identity's:
+    // the same calls, B packed per call.
+    bool prepacked = false;
+    const std::string plain = identity_spec(without_prepacked(u.id, &prepacked));
     std::vector<schedules::Schedule> seeds;
-    if (auto inc = o.incumbents.find(u.identity); inc != o.incumbents.end()) {
+    for (const std::string& from : {u.identity, plain}) {
+      if (from == plain && !prepacked) continue;
+      auto inc = o.incumbents.find(from);
+      if (inc == o.incumbents.end()) continue;
       for (const nlohmann::json& s : inc->second) {
         try {
           seeds.push_back(s.get<schedules::Schedule>());
         } catch (const std::exception& e) {
-          progress.line("mmtune autotune: warning: an incumbent schedule of " + u.identity +
+          progress.line("mmtune autotune: warning: an incumbent schedule of " + from +
                         " is not a schedule (" + e.what() + "): " + s.dump());
         }
       }
@@ -496,8 +502,9 @@ TuneSummary autotune(const TuneOptions& o) {
     {
       std::vector<Record> same;
       for (const Record& r : db.records()) {
-        if (r.identity == u.identity && r.target == target && r.bucket != u.bucket.name &&
-            !is_baseline(r))
+        if (r.target != target || is_baseline(r)) continue;
+        if ((r.identity == u.identity && r.bucket != u.bucket.name) ||
+            (prepacked && r.identity == plain))
           same.push_back(r);
       }
       for (const auto& [g, w] : best_records(same)) {

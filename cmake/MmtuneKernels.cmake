@@ -37,7 +37,9 @@ endfunction()
 
 # Which kernels get a prepacked twin (a regular expression over "<op> <identity params>"): the
 # float32 Gemm, 8-bit integer QLinearMatMul and QGemm kernels by default; other identities'
-# prepack_b calls run their plain kernels (exact, packing B per call). "^$" builds none.
+# prepack_b calls run their plain kernels (exact, packing B per call). "^$" builds none. An
+# identity whose prepacked kernels a database holds itself (tuned with B prepacked: params
+# prepacked_b=true) gets no twins there: its own prepacked kernels serve its prepack_b calls.
 set(MMTUNE_PREPACKED "^(Gemm A\\.type=float32 |QLinearMatMul a\\.type=u?int8 |QGemm )" CACHE STRING
     "Kernels (regex over '<op> <identity params>') that get a prepacked-B twin")
 
@@ -196,6 +198,22 @@ function(mmtune_add_kernels name)
     set(entries "")
     set(n_entries 0)
     set(n_kernels 0)
+    # The identities whose prepacked kernels the database tunes itself (params prepacked_b=true,
+    # `mmtune autotune --op ...:prepacked_b=true`): their plain kernels get no twin.
+    set(tuned_prepacked "")
+    if(count GREATER 0)
+      math(EXPR last "${count} - 1")
+      foreach(i RANGE ${last})
+        string(JSON pre ERROR_VARIABLE err GET "${json}" kernels ${i} params prepacked_b)
+        if(NOT err AND pre STREQUAL "true")
+          string(JSON pre_op GET "${json}" kernels ${i} op)
+          _mmtune_json_params(pre_identity "${json}" "${db_name}: kernels[${i}]: params" "prepacked_b"
+                              kernels ${i} params)
+          list(JOIN pre_identity " " pre_text)
+          list(APPEND tuned_prepacked "${pre_op} ${pre_text}")
+        endif()
+      endforeach()
+    endif()
     if(count GREATER 0)
       math(EXPR last "${count} - 1")
       foreach(i RANGE ${last})
@@ -309,7 +327,8 @@ function(mmtune_add_kernels name)
         # once by the host; entries of the identity plus prepacked_b=true, named <op>..._prepacked__.
         set(twin "")
         if("${op} ${identity_text}" MATCHES "${MMTUNE_PREPACKED}" AND NOT identity_text MATCHES "_format="
-           AND NOT identity_text MATCHES "trans_b=true")
+           AND NOT identity_text MATCHES "trans_b=true" AND NOT "prepacked_b=true" IN_LIST identity
+           AND NOT "${op} ${identity_text}" IN_LIST tuned_prepacked)
           string(REPLACE "__" "_prepacked__" twin "${kernel}")
           add_halide_library(${twin} FROM ${ARG_FROM}
                              GENERATOR ${generator}

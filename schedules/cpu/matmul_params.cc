@@ -82,6 +82,29 @@ std::vector<CpuMatmulParams> CpuMatmulParams::gemv_forms(const TargetInfo& t, Ac
     p.fit_draw(t, acc);
     if (!p.validate(t, acc)) forms.push_back(p);
   }
+  // The packed form: one tile row over panels of B in K groups (dot-product instructions where
+  // the sum is exact), K whole, in strips. Packing costs a pass over B per call, as much as the
+  // GEMV itself, unless B is prepacked (prepack_b), where it is free: the form of those calls.
+  for (bool parallel : {true, false}) {
+    for (int k_group : {4, 2, 1}) {
+      CpuMatmulParams p = knobs().defaults();
+      p.tile_rows = 1;
+      p.tile_vectors = 4;
+      p.k_unroll = 4;
+      p.n_block = 256;
+      p.pack_b = true;
+      p.parallel = parallel;
+      p.k_group = k_group;
+      p.m_block = 0;
+      p.specialize_tails = true;
+      p.k_block = 0;
+      p.fit_draw(t, acc);
+      if (!p.validate(t, acc)) {
+        forms.push_back(p);
+        break;
+      }
+    }
+  }
   return forms;
 }
 

@@ -74,10 +74,12 @@ struct CpuMatmulParams {
   // The template's defaults for a target: the table's where they fit its registers, else a 4x2 tile
   // without strips (e.g. 64-bit lanes on a 16-register ISA).
   static CpuMatmulParams defaults(const TargetInfo& t, Accumulator acc);
-  // The GEMV form for products of a few rows (M of 1 to 4): two-row tiles of four vectors, one row
+  // The GEMV forms for products of a few rows (M of 1 to 4): two-row tiles of four vectors, one row
   // block per tile row and K in blocks of 4, so that each block of B streams through once, in wide
-  // strips (parallel or not); only the variants that validate on `t` for `acc`. The search seeds
-  // its small-M buckets with them (schedules/schedule.h, shape_seeds).
+  // strips (parallel or not); and the packed form, one row over panels of B in the largest K group
+  // that validates (dot-product instructions), K whole, for a B prepacked once. Only the variants
+  // that validate on `t` for `acc`. The search seeds its small-M buckets with them
+  // (schedules/schedule.h, shape_seeds).
   static std::vector<CpuMatmulParams> gemv_forms(const TargetInfo& t, Accumulator acc);
   // A draw from the knobs' searched values made consistent where that is only rounding (blocks
   // rounded up to whole tiles).

@@ -458,6 +458,7 @@ TEST_F(Autotune, BadArgumentsAreRefusedBeforeAnythingRuns) {
   const std::vector<Case> cases = {
       {"--op Gemm:float33", "float33"},
       {"--op Conv", "Conv"},
+      {"--op Gemm:float64:prepacked_b=true", "prepacked_b=true: only float32 Gemm"},
       {"--shape 1,2", "--shape '1,2' is not M,N,K"},
       {"--shape 0,4,4", "--shape '0,4,4' is not M,N,K"},
       {"--budget 5x", "unit 'x'"},
@@ -536,6 +537,84 @@ TEST_F(Autotune, OpsFromADatabaseTunesItsIdentitiesWithItsSchedulesFirst) {
   EXPECT_TRUE(same(fma[1], a)) << fma[1];
   EXPECT_TRUE(same(fma[2], b)) << fma[2];
   EXPECT_TRUE(same(s32[1], b)) << s32[1];
+}
+
+// A prepacked identity (prepacked_b=true): its candidates are the kernels that read B prepacked,
+// gated (a wrong one is recorded incorrect) and timed; its first candidates after the default are
+// the plain identity's best schedule in the database; the emitted database carries both
+// identities' kernels, the prepacked one named and keyed so.
+TEST_F(Autotune, APrepackedIdentityIsTunedAsThePrepackedKernel) {
+  const std::string db = path("pre.jsonl");
+  const std::string shape = " --shape 2,70,40 --target x86-64-linux-sse41";
+  const CliResult plain = run("autotune --op QLinearMatMul:uint8,int8,uint8 --max-candidates 2" +
+                              shape + " --no-emit --out " + path("out") + " --db " + db + kQuick);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err << plain.out;
+  // The plain identity's best of the bucket: a passed record of another schedule, the fastest.
+  const nlohmann::json seeded = {{"template", "cpu_matmul"},
+                                 {"tile_rows", 2},
+                                 {"tile_vectors", 2},
+                                 {"k_unroll", 2},
+                                 {"n_block", 0},
+                                 {"pack_b", false},
+                                 {"parallel", false},
+                                 {"k_group", 1},
+                                 {"m_block", 0},
+                                 {"specialize_tails", false},
+                                 {"k_block", 0},
+                                 {"vector_width", 0}};
+  {
+    Database w = Database::open(db, true);
+    Record fastest = candidates_of(w).at(0);
+    ASSERT_EQ(fastest.outcome, Outcome::kPassed);
+    fastest.schedule = seeded;
+    fastest.rate *= 1000;
+    w.append(fastest);
+  }
+  const CliResult pre =
+      run("autotune --op QLinearMatMul:uint8,int8,uint8:prepacked_b=true --max-candidates 3" +
+          shape + " --out " + path("out") + " --db " + db + kQuick);
+  ASSERT_EQ(pre.exit_code, 0) << pre.err << pre.out;
+  const Database d = Database::open(db, false);
+  std::vector<Record> plain_records, pre_records;
+  for (const Record& r : candidates_of(d)) {
+    (r.identity == "QLinearMatMul:uint8,int8,uint8" ? plain_records : pre_records).push_back(r);
+  }
+  ASSERT_EQ(plain_records.size(), 3u);
+  ASSERT_EQ(pre_records.size(), 3u);
+  for (const Record& r : pre_records) {
+    EXPECT_EQ(r.identity, "QLinearMatMul:uint8,int8,uint8:prepacked_b=true");
+    EXPECT_EQ(r.outcome, Outcome::kPassed) << r.to_json().dump();
+    EXPECT_GT(r.gate.at("cases").get<int>(), 5);
+    EXPECT_GT(r.rate, 0);
+  }
+  // Seeded: the plain identity's best schedule of the bucket is among the first candidates (the
+  // template's default, then it; two workers finish them in either order).
+  const auto best = tune::best_records(plain_records);
+  ASSERT_EQ(best.size(), 1u);
+  ASSERT_EQ(best.begin()->second.record->schedule, seeded);
+  EXPECT_TRUE(pre_records[0].schedule == seeded || pre_records[1].schedule == seeded)
+      << pre_records[0].schedule << " " << pre_records[1].schedule;
+
+  const auto tuned = nlohmann::json::parse(slurp(path("out") + "/tuned/x86-64-linux-sse41.json"));
+  int prepacked = 0, others = 0;
+  for (const auto& k : tuned.at("kernels")) {
+    const bool is_pre = k.at("params").value("prepacked_b", "") == "true";
+    ++(is_pre ? prepacked : others);
+    EXPECT_EQ(k.at("name").get<std::string>().find("_prepacked__") != std::string::npos, is_pre)
+        << k.dump();
+  }
+  EXPECT_EQ(prepacked, 1) << tuned.dump();
+  EXPECT_EQ(others, 1) << tuned.dump();
+
+  // The gate runs on the prepacked kernels: a kernel that leaves an element unwritten fails it.
+  const CliResult wrong =
+      run("autotune --op QLinearMatMul:uint8,int8,uint8:prepacked_b=true --max-candidates 2" +
+          shape + " --inject-fault drop_tail --no-emit --out " + path("out3") + " --db " +
+          path("wrong.jsonl") + kQuick);
+  ASSERT_EQ(wrong.exit_code, 0) << wrong.err;
+  const std::vector<Record> bad = candidates_of(Database::open(path("wrong.jsonl"), false));
+  ASSERT_EQ(bad.size(), 2u);
+  for (const Record& r : bad) EXPECT_EQ(r.outcome, Outcome::kIncorrect) << r.to_json().dump();
 }
 
 // `mmtune db compare`: each database's kernel for the call, gated and timed; one kernel is timed
@@ -661,8 +740,8 @@ TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
   EXPECT_NE(text.out.find("openblas"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("1.00x"), std::string::npos) << text.out;  // the runtime against itself
 
-  const CliResult q_prepacked = run(
-      "bench --op QuantMatmulDequant --shape 4,16,16 --impl prepacked --max-time 0.05");
+  const CliResult q_prepacked =
+      run("bench --op QuantMatmulDequant --shape 4,16,16 --impl prepacked --max-time 0.05");
   EXPECT_EQ(q_prepacked.exit_code, 1);
   EXPECT_NE(q_prepacked.err.find("--impl prepacked: Gemm, QGemm and QLinearMatMul"),
             std::string::npos)

@@ -97,6 +97,10 @@ TEST(TuneInputs, SpecsParseToTheirIdentitiesAndPrintCanonically) {
        "QuantMatmulDequant:fused_scale=true"},
       {"QuantMatmulDequant:transpose_weight=false:bias=false",
        "QuantMatmulDequant:weight=kn:bias=false"},
+      {"QLinearMatMul:uint8,int8,uint8:prepacked_b=true",
+       "QLinearMatMul:uint8,int8,uint8:prepacked_b=true"},
+      {"Gemm:float32:prepacked_b=true:contract=fma", "Gemm:float32:contract=fma:prepacked_b=true"},
+      {"QGemm:uint8,int8:prepacked_b=true", "QGemm:uint8,int8:prepacked_b=true"},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.spec);
@@ -127,6 +131,18 @@ TEST(TuneInputs, SpecsParseToTheirIdentitiesAndPrintCanonically) {
                              {"y_format", "float8e5m2fnuz"},
                              {"scale_type", "float32"},
                              {"requant", "float32"}}}));
+  // prepacked_b=true: the plain identity's parameters and prepacked_b; without it, the plain one.
+  {
+    bool prepacked = false;
+    const KernelIdentity pre =
+        tune::parse_identity_spec("QLinearMatMul:uint8,int8,uint8:prepacked_b=true");
+    EXPECT_EQ(pre.params.at("prepacked_b"), "true");
+    EXPECT_EQ(tune::without_prepacked(pre, &prepacked),
+              tune::parse_identity_spec("QLinearMatMul:uint8,int8,uint8"));
+    EXPECT_TRUE(prepacked);
+    (void)tune::without_prepacked(tune::parse_identity_spec("QGemm:uint8,int8"), &prepacked);
+    EXPECT_FALSE(prepacked);
+  }
   EXPECT_EQ(tune::parse_identity_spec("QuantMatmulDequant:fused_scale=true"),
             (KernelIdentity{"QuantMatmulDequant",
                             "mmtune_quant_matmul_dequant",
@@ -173,6 +189,14 @@ TEST(TuneInputs, InvalidSpecsNameTheBadPart) {
       {"QuantMatmulDequant:x_quant=dynamic_pertoken:fused_scale=true", "fused"},
       {"QuantMatmulDequant:x_scale.type=float16", "x_scale.type=float32, not x_scale.type=float16"},
       {"QuantMatmulDequant:x_quant=tokenwise", "x_quant is one of dynamic_pertoken"},
+      // Only the identities with a prepacked kernel take prepacked_b, and only =true.
+      {"Gemm:float64:prepacked_b=true",
+       "prepacked_b=true: only float32 Gemm, 8-bit integer "
+       "QLinearMatMul and QGemm, with B not transposed"},
+      {"Gemm:float32:trans_b=true:prepacked_b=true", "Gemm:float32:trans_b=true has none"},
+      {"QLinearMatMul:float8e4m3fn:prepacked_b=true", "has none"},
+      {"QLinearMatMul:uint8:prepacked_b=false", "prepacked_b is one of true, not 'false'"},
+      {"QuantMatmulDequant:prepacked_b=true", "unknown key 'prepacked_b'"},
   };
   for (const Row& r : rows) {
     const std::string message =
