@@ -123,7 +123,8 @@ void check_exact(const std::string& impl, const Tensor& want, const Tensor& got)
                                            << "): not timed");
 }
 
-// The prepared call (prepare_gemm / prepare_qlinear_matmul with B prepacked, once per input copy)
+// The prepared call (prepare_gemm / prepare_qlinear_matmul / prepare_qgemm with B prepacked, once
+// per input copy)
 // running into an output made once: what a framework's inference step pays. Checked against
 // `want` bit for bit; nullptr for other operators or a batched QLinearMatMul.
 std::function<void()> prepared_runtime_call(const OpCall& c, const Tensor& want,
@@ -152,6 +153,19 @@ std::function<void()> prepared_runtime_call(const OpCall& c, const Tensor& want,
     *info = prepared->info();
     auto run = [args, prepared, out] {
       prepared->run(args->a->bytes.data(), args->b->bytes.data(), out->bytes.data());
+    };
+    run();
+    check_exact("prepared", want, *out);
+    return run;
+  }
+  if (op == "QGemm") {
+    auto args = std::make_shared<QGemmArgs>(qgemm_args(c.inputs, c.attrs));
+    const runtime::PackedB pb = runtime::prepack_b(*args);
+    auto prepared = std::make_shared<runtime::PreparedQGemm>(runtime::prepare_qgemm(*args, &pb));
+    *info = prepared->info();
+    auto run = [args, prepared, out] {
+      prepared->run(args->a->bytes.data(), args->b->bytes.data(),
+                    args->c ? args->c->bytes.data() : nullptr, out->bytes.data());
     };
     run();
     check_exact("prepared", want, *out);
@@ -259,13 +273,13 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       for (const OpCall& c : copies) runs.push_back(prepared_runtime_call(c, want, &info));
       if (!runs[0]) {
         if (halide_if_kernel) continue;
-        invalid("bench", "--impl prepared: Gemm and QLinearMatMul with 2-D operands only (", spec,
-                ")");
+        invalid("bench", "--impl prepared: Gemm, QGemm and QLinearMatMul with 2-D operands only (",
+                spec, ")");
       }
       impl.kernel = info.kernel;
       impl.note =
           "bit-exact with the reference; prepared once (prepare_gemm / "
-          "prepare_qlinear_matmul, B prepacked), run into an output made once; " +
+          "prepare_qlinear_matmul / prepare_qgemm, B prepacked), run into an output made once; " +
           info.reason;
       impl.call = [runs](std::size_t ci) { runs[ci](); };
     } else if (name == "kernel") {
@@ -358,8 +372,9 @@ validates, dispatches to the ahead-of-time kernel linked into this build for the
 shape (or the reference where none may run) and allocates the output, in this process against
   prepacked the same call with B prepacked once (mmtune::runtime::prepack_b; Gemm, QGemm,
             QLinearMatMul with a 2-D b): the prepacked twin of the kernel, no packing per call
-  prepared  the call prepared once (prepare_gemm / prepare_qlinear_matmul, B prepacked) and run
-            into an output made once: no validation, dispatch or allocation per call
+  prepared  the call prepared once (prepare_gemm / prepare_qlinear_matmul / prepare_qgemm, B
+            prepacked) and run into an output made once: no validation, dispatch or allocation
+            per call
   kernel    that AOT kernel alone, called directly on buffers made once into a preallocated output
             (float32.. Gemm without transposes): the runtime's time minus its time is the call's
             cost outside the kernel (the us/call column)

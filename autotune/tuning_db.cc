@@ -270,6 +270,22 @@ double relative_spread(const Record& r) {
   return median > 0 ? (at(0.75) - at(0.25)) / median : 0;
 }
 
+bool runs_parallel(const Record& r) {
+  const nlohmann::json& s = r.schedule;
+  const auto it = s.find("parallel");
+  if (it == s.end() || !it->is_boolean() || !it->get<bool>() || r.shape.size() != 3) return false;
+  // cpu_matmul's tasks (schedules/cpu/matmul_schedule.cc): strips of n_block columns, else blocks
+  // of m_block rows, else rows of tiles.
+  auto knob = [&](const char* name) { return std::max<int64_t>(s.value(name, 0), 0); };
+  auto ceil_div = [](int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 1; };
+  const int64_t m = r.shape[0], n = r.shape[1];
+  const int64_t tasks = knob("n_block") > 0 ? ceil_div(n, knob("n_block"))
+                        : knob("m_block") > 0
+                            ? ceil_div(m, knob("m_block"))
+                            : ceil_div(m, std::max<int64_t>(knob("tile_rows"), 1));
+  return tasks >= 2;
+}
+
 std::map<std::string, Serving> merge_within_noise(const std::vector<Record>& records,
                                                   const std::map<std::string, Winner>& best) {
   const auto final_stage = [](const Record& x) { return x.extra.value("stage", "") == "final"; };
@@ -306,6 +322,7 @@ std::map<std::string, Serving> merge_within_noise(const std::vector<Record>& rec
     while (!uncovered.empty()) {
       std::string pick;
       std::size_t pick_count = 0;
+      bool pick_parallel = false;
       double pick_sum = -1;
       for (const auto& [text, groups] : serves) {
         if (chosen.count(text)) continue;
@@ -317,9 +334,17 @@ std::map<std::string, Serving> merge_within_noise(const std::vector<Record>& rec
             sum += r->rate / best.at(group).record->rate;
           }
         }
-        if (count > pick_count || (count == pick_count && count > 0 && sum > pick_sum)) {
+        // Whether it splits into parallel tasks, at the shape of a bucket it serves.
+        bool parallel = false;
+        for (const auto& [group, r] : groups) parallel |= runs_parallel(*r);
+        const bool better =
+            count > pick_count ||
+            (count == pick_count && count > 0 &&
+             (parallel > pick_parallel || (parallel == pick_parallel && sum > pick_sum)));
+        if (better) {
           pick = text;
           pick_count = count;
+          pick_parallel = parallel;
           pick_sum = sum;
         }
       }

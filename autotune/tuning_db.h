@@ -115,10 +115,15 @@ double relative_spread(const Record& r);
 // (identity, target), schedule S may serve bucket B when S passed in B at a rate within the noise
 // of B's winner: rate(S, B) >= rate(winner) * (1 - max(kMergeNoiseFloor, spread of either)), with
 // S's finalist re-measurement in B preferred to its search record. The fewest schedules serving
-// every bucket are chosen greedily (most buckets first, then the higher summed rate), each bucket
-// taking the chosen schedule with its best rate there. Every bucket of `best` gets one entry, keyed
-// like best_records.
+// every bucket are chosen greedily (most buckets first, then one that splits into parallel tasks,
+// then the higher summed rate), each bucket taking the chosen schedule with its best rate there.
+// Every bucket of `best` gets one entry, keyed like best_records. (Candidates are timed on the
+// run's thread count; a parallel schedule within the noise of a serial winner is as fast there and
+// scales with the threads a user sets, the serial one does not.)
 constexpr double kMergeNoiseFloor = 0.03;
+// Whether a record's schedule splits its shape into two or more parallel tasks (cpu_matmul and the
+// templates sharing its knobs: "parallel" true, and more than one strip, row block or tile row).
+bool runs_parallel(const Record& r);
 struct Serving {
   const Record* winner;  // the bucket's own winner (best_records)
   const Record* served;  // the record of the schedule that serves it, in this bucket

@@ -21,16 +21,20 @@ namespace mmtune {
 // a_zero_point, b_scale (N) float32, b_zero_point (N) int32, y_scale (1 when absent),
 // y_zero_point (0 when absent), alpha, Y (M, N). Returns the Halide error code; a caller that can
 // name the failure better throws itself.
-using QGemmKernelCall =
-    std::function<int(halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* c, float a_scale,
-                      int32_t a_zero_point, halide_buffer_t* b_scale, halide_buffer_t* b_zero_point,
-                      halide_buffer_t* b_column_sums, float y_scale, int32_t y_zero_point,
-                      float alpha, halide_buffer_t* y)>;
+using QGemmKernelCall = std::function<int(
+    halide_buffer_t* a, halide_buffer_t* b, halide_buffer_t* c, float a_scale, int32_t a_zero_point,
+    halide_buffer_t* b_scale, halide_buffer_t* b_zero_point, halide_buffer_t* b_column_sums,
+    float y_scale, int32_t y_zero_point, float alpha, halide_buffer_t* y)>;
 
 // Why a valid call runs no kernel, or nullopt: K = 0 (an empty sum: the reference evaluates the
 // epilogue of C alone; an empty operand has no host pointer, which a Halide pipeline takes for a
 // bounds query), or an empty Y.
 std::optional<std::string> qgemm_no_kernel(const QGemmPlan& plan);
+
+// b's scale and zero point (per tensor or per column) widened to the kernel's (N) float32 and
+// int32 (`b_scale`, `b_zero_point`: tensors of that shape and type).
+void widen_qgemm_b_params(const QGemmArgs& args, const QGemmPlan& plan, Tensor& b_scale,
+                          Tensor& b_zero_point);
 
 // Y of a valid call (`plan` = validate_qgemm(args)) through `call`, bit for bit the reference's;
 // when qgemm_no_kernel(plan) says so, without calling it. The kernel writes into `placed_output`

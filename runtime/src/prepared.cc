@@ -1,11 +1,13 @@
-// Prepared calls (mmtune.h): validation, the kernel's choice, the buffers' description and the
-// quantization parameters' widening done once; run() fills in the host pointers of copies of the
-// described buffers and calls the kernel. Nothing on run()'s path allocates, formats or parses
-// (but a transposed operand without a PackedB, materialized per run, and the reference fallback).
+// Prepared calls (mmtune.h: Gemm, QLinearMatMul, QGemm): validation, the kernel's choice, the
+// buffers' description and the quantization parameters' widening done once; run() fills in the host
+// pointers of copies of the described buffers and calls the kernel. Nothing on run()'s path
+// allocates, formats or parses (but a transposed operand without a PackedB, materialized per run,
+// and the reference fallback).
 #include <cstring>
 
 #include "mmtune/mmtune.h"
 #include "runtime/host/buffer_view.h"
+#include "runtime/host/qgemm_host.h"
 #include "runtime/host/qlinear_matmul_host.h"
 #include "runtime/src/calls.h"
 #include "runtime/src/kernel_call.h"
@@ -270,6 +272,134 @@ void PreparedQLinearMatMul::run(const void* a, const void* b, void* y) const {
   const auto fn = reinterpret_cast<QLinearMatMulKernelFn>(p.chosen.kernel->fn);
   call.check(fn(call.user_context(), &ab, &bb, &asb, &azb, &bsb, &bzb, &sb, p.params.y_scale,
                 p.params.y_zero_point, &yb));
+}
+
+struct PreparedQGemm::Impl {
+  DispatchInfo info;
+  Chosen chosen;
+  PackedB packed;
+  QGemmArgs args;  // the parameter tensors below; a, b, c replaced per fallback run
+  Tensor a_scale, a_zero_point, b_scale, b_zero_point, y_scale, y_zero_point;
+  Tensor bs, bz;   // b's parameters widened to (N), once
+  Tensor no_sums;  // the column sums an unprepacked kernel does not read
+  Tensor zero_c;   // the absent C: a zero int32 broadcast
+  DType a_type = DType::kUInt8, b_type = DType::kUInt8, y_type = DType::kFloat32;
+  int64_t m = 0, n = 0, k = 0;
+  Shape c_shape;
+  float a_scale_value = 0, y_scale_value = 1;
+  int32_t a_zero_value = 0, y_zero_value = 0;
+  Arg a, b, c, bsa, bza, sums, y;
+};
+
+PreparedQGemm prepare_qgemm(const QGemmArgs& args, const PackedB* packed_b) {
+  const QGemmPlan plan = validate_qgemm(args);
+  const PackedB::Impl* packed =
+      packed_b ? &packed_for_call(*packed_b, "QGemm", args.b, args.b ? qgemm_packing_key(args) : "")
+               : nullptr;
+  auto p = std::make_shared<PreparedQGemm::Impl>();
+  if (packed_b) p->packed = *packed_b;
+  // The parameters are kept (copies): the fallback reads them; the kernel's are widened once.
+  p->args = args;
+  auto keep = [](const Tensor* from, Tensor& into) -> const Tensor* {
+    if (!from) return nullptr;
+    into = *from;
+    return &into;
+  };
+  p->args.a_scale = keep(args.a_scale, p->a_scale);
+  p->args.a_zero_point = keep(args.a_zero_point, p->a_zero_point);
+  p->args.b_scale = keep(args.b_scale, p->b_scale);
+  p->args.b_zero_point = keep(args.b_zero_point, p->b_zero_point);
+  p->args.y_scale = keep(args.y_scale, p->y_scale);
+  p->args.y_zero_point = keep(args.y_zero_point, p->y_zero_point);
+  p->a_type = args.a->dtype;
+  p->b_type = args.b->dtype;
+  p->y_type = plan.out_dtype;
+  p->m = plan.m;
+  p->n = plan.n;
+  p->k = plan.k;
+  p->c_shape = args.c ? args.c->shape : Shape{};
+  p->no_sums = Tensor(DType::kUInt32, {1});
+  p->zero_c = Tensor(DType::kInt32, {});
+  if (auto why = qgemm_no_kernel(plan)) {
+    p->info = {"reference", *why};
+  } else {
+    p->chosen = choose_qgemm(args, plan, packed, p->info);
+  }
+  if (p->chosen.kernel) {
+    p->bs = Tensor(DType::kFloat32, {plan.n});
+    p->bz = Tensor(DType::kInt32, {plan.n});
+    widen_qgemm_b_params(args, plan, p->bs, p->bz);
+    p->a_scale_value = args.a_scale->data<float>()[0];
+    p->a_zero_value = static_cast<int32_t>(int_at(*args.a_zero_point, 0));
+    p->y_scale_value = args.y_scale ? args.y_scale->data<float>()[0] : 1.0f;
+    p->y_zero_value = args.y_zero_point ? static_cast<int32_t>(int_at(*args.y_zero_point, 0)) : 0;
+    p->a.describe(view_matrix(nullptr, p->a_type, 0, p->m, p->k));
+    if (p->chosen.panels) {
+      const Tensor& panels = p->chosen.panels->panels;
+      p->b.describe(view(panels, panels.shape));
+    } else {
+      p->b.describe(view_matrix(nullptr, p->b_type, 0, p->k, p->n));
+    }
+    p->c.describe(view(args.c ? *args.c : p->zero_c, {p->m, p->n}));
+    p->bsa.describe(view(p->bs, p->bs.shape));
+    p->bza.describe(view(p->bz, p->bz.shape));
+    const Tensor& sums = p->chosen.panels ? packed->column_sums : p->no_sums;
+    p->sums.describe(view(sums, sums.shape));
+    p->y.describe(view_matrix(nullptr, p->y_type, 0, p->m, p->n));
+    if (args.trans_a || (args.trans_b && !p->chosen.panels))
+      p->info.reason +=
+          "; a transposed operand is materialized on each run (prepack_b avoids it for B)";
+  }
+  return PreparedQGemm(std::move(p));
+}
+
+const DispatchInfo& PreparedQGemm::info() const {
+  static const DispatchInfo empty{"", "an empty PreparedQGemm (make it with prepare_qgemm)"};
+  return impl_ ? impl_->info : empty;
+}
+
+void PreparedQGemm::run(const void* a, const void* b, const void* c, void* y) const {
+  if (!impl_) invalid("QGemm", "an empty PreparedQGemm; make it with prepare_qgemm");
+  const Impl& p = *impl_;
+  const bool has_c = p.args.c != nullptr;
+  require_pointer("QGemm", "A", a);
+  require_pointer("QGemm", "B", b);
+  require_pointer("QGemm", "Y", y);
+  if (has_c) require_pointer("QGemm", "C", c);
+  if (!p.packed.empty() && b != p.packed.impl()->source)
+    invalid("QGemm", "prepared run: B is not the tensor packed_b was prepacked from");
+  const Shape a_shape = p.args.trans_a ? Shape{p.k, p.m} : Shape{p.m, p.k};
+  const Shape b_shape = p.args.trans_b ? Shape{p.n, p.k} : Shape{p.k, p.n};
+  if (!p.chosen.kernel) {
+    const Tensor at = tensor_at(a, p.a_type, a_shape), bt = tensor_at(b, p.b_type, b_shape);
+    const Tensor ct = has_c ? tensor_at(c, DType::kInt32, p.c_shape) : Tensor();
+    QGemmArgs args = p.args;
+    args.a = &at;
+    args.b = &bt;
+    args.c = has_c ? &ct : nullptr;
+    const Tensor out = mmtune::qgemm(args);
+    if (!out.bytes.empty()) std::memcpy(y, out.bytes.data(), out.bytes.size());
+    return;
+  }
+  Tensor a_t, b_t;
+  if (p.args.trans_a) {
+    a_t = transposed(tensor_at(a, p.a_type, a_shape));
+    a = a_t.bytes.data();
+  }
+  if (p.chosen.panels) {
+    b = p.chosen.panels->panels.bytes.data();
+  } else if (p.args.trans_b) {
+    b_t = transposed(tensor_at(b, p.b_type, b_shape));
+    b = b_t.bytes.data();
+  }
+  const Tensor& sums = p.chosen.panels ? p.packed.impl()->column_sums : p.no_sums;
+  halide_buffer_t ab = p.a.at(a), bb = p.b.at(b), cb = p.c.at(has_c ? c : p.zero_c.bytes.data()),
+                  bsb = p.bsa.at(p.bs.bytes.data()), bzb = p.bza.at(p.bz.bytes.data()),
+                  sb = p.sums.at(sums.bytes.data()), yb = p.y.at(y);
+  KernelCall call(*p.chosen.kernel);
+  const auto fn = reinterpret_cast<QGemmKernelFn>(p.chosen.kernel->fn);
+  call.check(fn(call.user_context(), &ab, &bb, &cb, p.a_scale_value, p.a_zero_value, &bsb, &bzb,
+                &sb, p.y_scale_value, p.y_zero_value, p.args.alpha, &yb));
 }
 
 }  // namespace mmtune::runtime

@@ -67,44 +67,34 @@ CpuMatmulParams CpuMatmulParams::defaults(const TargetInfo& t, Accumulator acc) 
 
 std::vector<CpuMatmulParams> CpuMatmulParams::gemv_forms(const TargetInfo& t, Accumulator acc) {
   std::vector<CpuMatmulParams> forms;
-  for (bool parallel : {true, false}) {
-    CpuMatmulParams p = knobs().defaults();
-    p.tile_rows = 2;
-    p.tile_vectors = 4;
-    p.k_unroll = 1;
-    p.n_block = 1024;
-    p.pack_b = false;
-    p.parallel = parallel;
-    p.k_group = 1;
-    p.m_block = 2;
-    p.specialize_tails = true;
-    p.k_block = 4;
-    p.fit_draw(t, acc);
-    if (!p.validate(t, acc)) forms.push_back(p);
-  }
-  // The packed form: one tile row over panels of B in K groups (dot-product instructions where
-  // the sum is exact), K whole, in strips. Packing costs a pass over B per call, as much as the
-  // GEMV itself, unless B is prepacked (prepack_b), where it is free: the form of those calls.
-  for (bool parallel : {true, false}) {
-    for (int k_group : {4, 2, 1}) {
+  // A form of `rows` x 4 vectors in strips of `n_block`, the first of `k_groups` that validates.
+  auto add = [&](int rows, int k_unroll, int n_block, bool pack_b, int m_block, int k_block,
+                 bool parallel, std::initializer_list<int> k_groups) {
+    for (int k_group : k_groups) {
       CpuMatmulParams p = knobs().defaults();
-      p.tile_rows = 1;
+      p.tile_rows = rows;
       p.tile_vectors = 4;
-      p.k_unroll = 4;
-      p.n_block = 256;
-      p.pack_b = true;
+      p.k_unroll = k_unroll;
+      p.n_block = n_block;
+      p.pack_b = pack_b;
       p.parallel = parallel;
       p.k_group = k_group;
-      p.m_block = 0;
+      p.m_block = m_block;
       p.specialize_tails = true;
-      p.k_block = 0;
+      p.k_block = k_block;
       p.fit_draw(t, acc);
       if (!p.validate(t, acc)) {
         forms.push_back(p);
-        break;
+        return;
       }
     }
-  }
+  };
+  // Streamed: two rows, one row block per tile row, K in blocks of 4, B read in place.
+  for (bool parallel : {true, false}) add(2, 1, 1024, false, 2, 4, parallel, {1});
+  // Packed: one tile row over panels of B in K groups (dot-product instructions where the sum is
+  // exact), K whole, in strips. Packing costs a pass over B per call, as much as the GEMV itself,
+  // unless B is prepacked (prepack_b), where it is free: the form of those calls.
+  for (bool parallel : {true, false}) add(1, 4, 256, true, 0, 0, parallel, {4, 2, 1});
   return forms;
 }
 

@@ -258,6 +258,33 @@ TEST(TuningDbMerge, BucketsWithinNoiseShareOneScheduleOthersKeepTheirOwn) {
   EXPECT_EQ(rows[a], 4);
   EXPECT_EQ(rows[b], 4);
   EXPECT_EQ(rows[c], 4);
+
+  // Equal coverage: a schedule whose tasks run in parallel is preferred to a serial winner within
+  // noise of it (as fast at the run's threads, and it scales beyond them); outside the noise, not.
+  // Shape 1x64x64: strips of 16 columns are 4 tasks; one 64-column strip, or tile rows at M = 1,
+  // are one.
+  Record serial = record(4, Outcome::kPassed, 10e9, a), par = record(6, Outcome::kPassed, 9.9e9, a);
+  serial.schedule["parallel"] = false;
+  serial.schedule["n_block"] = 16;
+  par.schedule["parallel"] = true;
+  par.schedule["n_block"] = 16;
+  EXPECT_FALSE(runs_parallel(serial));
+  EXPECT_TRUE(runs_parallel(par));
+  std::vector<Record> two = {serial, par};
+  auto only = merge_within_noise(two, best_records(two));
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_EQ(only.begin()->second.winner->schedule.at("tile_rows"), 4);
+  EXPECT_EQ(only.begin()->second.served->schedule.at("tile_rows"), 6);
+  two[1].schedule["n_block"] = 64;  // one task: no better than the serial winner
+  EXPECT_FALSE(runs_parallel(two[1]));
+  only = merge_within_noise(two, best_records(two));
+  EXPECT_EQ(only.begin()->second.served->schedule.at("tile_rows"), 4);
+  two[1].schedule["n_block"] = 0;  // tile rows at M = 1: one task
+  EXPECT_FALSE(runs_parallel(two[1]));
+  two[1].schedule["n_block"] = 16;
+  two[1].rate = 9.0e9;  // 10% behind: the winner serves
+  only = merge_within_noise(two, best_records(two));
+  EXPECT_EQ(only.begin()->second.served->schedule.at("tile_rows"), 4);
 }
 
 // A baseline's record: schedule {"baseline": NAME}, stage "baseline".

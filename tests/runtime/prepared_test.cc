@@ -1,10 +1,14 @@
-// Prepared calls (mmtune::runtime::prepare_gemm / prepare_qlinear_matmul): bit for bit the
+// Prepared calls (mmtune::runtime::prepare_gemm / prepare_qlinear_matmul / prepare_qgemm): bit for
+// bit the
 // reference over shapes of every bucket, transposes, C broadcasts, per-tensor / per-row /
 // per-column parameters, with and without a PackedB, several runs of one preparation on other
 // data, concurrent runs, the reference fallback (K = 0, empty Y), and the refusals.
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
+#include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -12,6 +16,7 @@
 
 #include "mmtune/mmtune.h"
 #include "reference/gemm.h"
+#include "reference/qgemm.h"
 #include "reference/qlinear_matmul.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
@@ -249,6 +254,153 @@ TEST(PreparedQLinearMatMul, BatchesAndBadRunsAreRefused) {
   EXPECT_NE(
       refused([&] { prepared.run(in.a.bytes.data(), nullptr, y.bytes.data()); }).find("b is null"),
       std::string::npos);
+}
+
+// QGemm's operands and parameters for one call (a scale of 2^u, u drawn in [lo, hi]).
+struct QGemmCall {
+  Tensor a, b, c, a_scale, a_zero_point, b_scale, b_zero_point, y_scale, y_zero_point;
+  QGemmArgs args;
+};
+Tensor scale_of(Shape s, std::mt19937_64& rng, double lo, double hi) {
+  Tensor t(DType::kFloat32, std::move(s));
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data<float>()[i] = static_cast<float>(std::exp2(u(rng)));
+  return t;
+}
+std::unique_ptr<QGemmCall> qgemm_call(DType ta, DType tb, DType ty, int64_t m, int64_t n, int64_t k,
+                                      bool trans_a, bool trans_b, Shape c_shape, bool has_c,
+                                      bool per_column, std::mt19937_64& rng) {
+  auto q = std::make_unique<QGemmCall>();
+  q->a = testing::random_tensor(ta, trans_a ? Shape{k, m} : Shape{m, k}, rng,
+                                testing::quant_min(ta), testing::quant_max(ta));
+  q->b = testing::random_tensor(tb, trans_b ? Shape{n, k} : Shape{k, n}, rng,
+                                testing::quant_min(tb), testing::quant_max(tb));
+  q->c = testing::random_tensor(DType::kInt32, std::move(c_shape), rng, -20000, 20000);
+  const double e = -std::log2(static_cast<double>(std::max<int64_t>(k, 1)) * 128.0);
+  q->a_scale = scale_of({}, rng, e / 2 - 1, e / 2 + 1);
+  q->a_zero_point =
+      testing::random_tensor(ta, {}, rng, testing::quant_min(ta), testing::quant_max(ta));
+  q->b_scale = scale_of(per_column ? Shape{n} : Shape{}, rng, e / 2 - 1, e / 2 + 1);
+  q->b_zero_point = testing::random_tensor(tb, per_column ? Shape{n} : Shape{}, rng,
+                                           testing::quant_min(tb), testing::quant_max(tb));
+  q->y_scale = scale_of({}, rng, -8, -6);
+  QGemmArgs& args = q->args;
+  args.a = &q->a;
+  args.b = &q->b;
+  args.c = has_c ? &q->c : nullptr;
+  args.a_scale = &q->a_scale;
+  args.a_zero_point = &q->a_zero_point;
+  args.b_scale = &q->b_scale;
+  args.b_zero_point = &q->b_zero_point;
+  args.trans_a = trans_a;
+  args.trans_b = trans_b;
+  args.alpha = 0.75f;
+  if (ty != DType::kFloat32) {
+    q->y_zero_point =
+        testing::random_tensor(ty, {}, rng, testing::quant_min(ty), testing::quant_max(ty));
+    args.y_scale = &q->y_scale;
+    args.y_zero_point = &q->y_zero_point;
+  }
+  return q;
+}
+
+TEST(PreparedQGemm, BitExactWithAndWithoutPackedB) {
+  std::mt19937_64 rng(testing::variant_seed() + 16);
+  int runs = 0, kernel_runs = 0;
+  struct Case {
+    int64_t m, n, k;
+  };
+  // The decode, small-batch and prefill buckets, ragged edges.
+  const std::vector<Case> cases = {{1, 700, 600}, {16, 530, 520}, {100, 65, 129}, {70, 600, 530}};
+  for (const auto& [ta, tb, ty] :
+       std::vector<std::array<DType, 3>>{{DType::kUInt8, DType::kInt8, DType::kFloat32},
+                                         {DType::kUInt8, DType::kInt8, DType::kUInt8},
+                                         {DType::kInt8, DType::kInt8, DType::kInt8},
+                                         {DType::kUInt8, DType::kUInt8, DType::kFloat32}}) {
+    int combo = 0;
+    for (const Case& c : cases) {
+      for (const bool prepacked : {false, true}) {
+        ++combo;
+        const bool trans_a = combo % 3 == 0, trans_b = combo % 4 == 1;
+        const std::vector<Shape> c_shapes = {{}, {c.n}, {1, c.n}, {c.m, c.n}};
+        const Shape c_shape = c_shapes[combo % 4];
+        const bool has_c = combo % 5 != 0;
+        auto q = qgemm_call(ta, tb, ty, c.m, c.n, c.k, trans_a, trans_b, c_shape, has_c,
+                            combo % 2 == 0, rng);
+        const runtime::PackedB pb = prepacked ? runtime::prepack_b(q->args) : runtime::PackedB();
+        const runtime::PreparedQGemm prepared =
+            runtime::prepare_qgemm(q->args, prepacked ? &pb : nullptr);
+        DispatchInfo plain;
+        if (prepacked) {
+          runtime::qgemm(q->args, pb, &plain);
+        } else {
+          runtime::qgemm(q->args, &plain);
+        }
+        EXPECT_EQ(prepared.info().kernel, plain.kernel) << prepared.info().reason;
+        kernel_runs += prepared.info().kernel != "reference";
+        for (int r = 0; r < 2; ++r) {
+          if (r == 1) {  // other A and C on the same preparation
+            q->a = testing::random_tensor(ta, q->a.shape, rng, testing::quant_min(ta),
+                                          testing::quant_max(ta));
+            q->c = testing::random_tensor(DType::kInt32, q->c.shape, rng, -20000, 20000);
+          }
+          Tensor y(ty, {c.m, c.n});
+          prepared.run(q->a.bytes.data(), q->b.bytes.data(), has_c ? q->c.bytes.data() : nullptr,
+                       y.bytes.data());
+          ASSERT_TRUE(testing::bit_equal(qgemm(q->args), y,
+                                         prepared.info().kernel + " " + prepared.info().reason));
+          ++runs;
+        }
+      }
+    }
+  }
+  std::cout << "[prepared] QGemm: " << runs << " runs bit-exact, " << kernel_runs
+            << " preparations on a kernel (level " << runtime::kernel_target() << ")\n";
+}
+
+TEST(PreparedQGemm, NoKernelAndBadRunsAreRefusedOrExact) {
+  std::mt19937_64 rng(testing::variant_seed() + 17);
+  // K = 0: the epilogue of C alone, by the reference.
+  auto empty = qgemm_call(DType::kUInt8, DType::kInt8, DType::kFloat32, 3, 4, 0, false, false, {4},
+                          true, false, rng);
+  const runtime::PreparedQGemm no_kernel = runtime::prepare_qgemm(empty->args);
+  EXPECT_EQ(no_kernel.info().kernel, "reference");
+  Tensor y0(DType::kFloat32, {3, 4});
+  const uint8_t dummy = 0;  // an empty operand's pointer is still required, never read
+  no_kernel.run(&dummy, &dummy, empty->c.bytes.data(), y0.bytes.data());
+  EXPECT_TRUE(testing::bit_equal(qgemm(empty->args), y0));
+
+  auto q = qgemm_call(DType::kUInt8, DType::kInt8, DType::kUInt8, 4, 5, 8, false, false, {5}, true,
+                      false, rng);
+  const runtime::PreparedQGemm prepared = runtime::prepare_qgemm(q->args);
+  Tensor y(DType::kUInt8, {4, 5});
+  auto refused = [](const std::function<void()>& f) {
+    return testing::invalid_argument_message(f);
+  };
+  EXPECT_NE(refused([&] {
+              prepared.run(nullptr, q->b.bytes.data(), q->c.bytes.data(), y.bytes.data());
+            }).find("A is null"),
+            std::string::npos);
+  EXPECT_NE(refused([&] {
+              prepared.run(q->a.bytes.data(), q->b.bytes.data(), nullptr, y.bytes.data());
+            }).find("C is null"),
+            std::string::npos);
+  EXPECT_NE(refused([&] {
+              runtime::PreparedQGemm().run(nullptr, nullptr, nullptr, nullptr);
+            }).find("empty PreparedQGemm"),
+            std::string::npos);
+  const runtime::PackedB pb = runtime::prepack_b(q->args);
+  const runtime::PreparedQGemm packed = runtime::prepare_qgemm(q->args, &pb);
+  const Tensor other = q->b;
+  EXPECT_NE(refused([&] {
+              packed.run(q->a.bytes.data(), other.bytes.data(), q->c.bytes.data(), y.bytes.data());
+            }).find("not the tensor packed_b was prepacked from"),
+            std::string::npos);
+  // Validation at preparation, with the reference's sentences; nothing runs.
+  Tensor bad(DType::kInt8, {9, 5});
+  q->args.b = &bad;
+  EXPECT_NE(refused([&] { runtime::prepare_qgemm(q->args); }).find("QGemm"), std::string::npos);
 }
 
 }  // namespace

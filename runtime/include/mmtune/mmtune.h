@@ -150,6 +150,26 @@ class PreparedQLinearMatMul {
 PreparedQLinearMatMul prepare_qlinear_matmul(const QLinearMatMulArgs& args,
                                              const PackedB* packed_b = nullptr);
 
+// QGemm (com.microsoft); the scales and zero points (per tensor, or per column of b) and alpha are
+// those of `args` at preparation, C's shape too (its values are read on each run).
+class PreparedQGemm {
+ public:
+  PreparedQGemm() = default;
+  // a (M, K) or (K, M) with transA; b (K, N) or (N, K) with transB, the tensor packed when
+  // prepared with a PackedB (not read then); c (int32) of the prepared C's shape, nullptr when
+  // prepared without C; y (M, N) of the output type. InvalidArgument for a null pointer, or
+  // another b than the packed one.
+  void run(const void* a, const void* b, const void* c, void* y) const;
+  const DispatchInfo& info() const;
+
+  struct Impl;
+  explicit PreparedQGemm(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+PreparedQGemm prepare_qgemm(const QGemmArgs& args, const PackedB* packed_b = nullptr);
+
 // Named-tensor entry point, the runtime's twin of run_reference (same names, attributes, checks).
 Tensor run(std::string_view op, const NamedTensors& inputs, const Attributes& attrs,
            DispatchInfo* info = nullptr);
