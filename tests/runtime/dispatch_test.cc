@@ -226,8 +226,9 @@ TEST(Validation, MessagesAreTheReferences) {
 
 const KernelEntry* linked_f32_kernel() {
   for (const KernelEntry* e : testing::used_entries()) {
-    if (std::string(e->op) == "Gemm" &&
-        runtime::parse_params(e->identity).at("A.type") == "float32")
+    const auto identity = runtime::parse_params(e->identity);
+    if (std::string(e->op) == "Gemm" && identity.at("A.type") == "float32" &&
+        identity.count("prepacked_b") == 0)  // a prepacked kernel's B is panels
       return e;
   }
   return nullptr;
@@ -515,6 +516,11 @@ TEST(Naming, ShippedDatabasesAreConsistent) {
       schedule = params.generator_params();
       EXPECT_EQ(name, kernel_name(k.at("op"), identity, schedule, target)) << entry.path();
       EXPECT_FALSE(k.at("provenance").get<std::string>().empty()) << name;
+      // A kernel tuned for prepacked weights: its call's identity plus prepacked_b=true.
+      if (identity.count("prepacked_b")) {
+        EXPECT_EQ(identity.at("prepacked_b"), "true") << name;
+        identity.erase("prepacked_b");
+      }
       if (k.at("op") == "Gemm") {
         const DType t = *dtype_from_name(identity.at("A.type"));
         // The identity a canonical call of this type and contract computes.
