@@ -123,26 +123,37 @@ void check_exact(const std::string& impl, const Tensor& want, const Tensor& got)
                                            << "): not timed");
 }
 
+// A prepared call of A, B, optional C (Gemm, QGemm): `prepare` with B prepacked, run once into
+// `out` and checked against `want`; the run.
+template <class Args, class Prepare>
+std::function<void()> prepared_with_c(Args call_args, Prepare prepare, const Tensor& want,
+                                      const std::shared_ptr<Tensor>& out, DispatchInfo* info) {
+  auto args = std::make_shared<Args>(std::move(call_args));
+  const runtime::PackedB pb = runtime::prepack_b(*args);
+  using Prepared = decltype(prepare(*args, &pb));
+  auto prepared = std::make_shared<Prepared>(prepare(*args, &pb));
+  *info = prepared->info();
+  auto run = [args, prepared, out] {
+    prepared->run(args->a->bytes.data(), args->b->bytes.data(),
+                  args->c ? args->c->bytes.data() : nullptr, out->bytes.data());
+  };
+  run();
+  check_exact("prepared", want, *out);
+  return run;
+}
+
 // The prepared call (prepare_gemm / prepare_qlinear_matmul / prepare_qgemm with B prepacked, once
-// per input copy)
-// running into an output made once: what a framework's inference step pays. Checked against
-// `want` bit for bit; nullptr for other operators or a batched QLinearMatMul.
+// per input copy) running into an output made once: what a framework's inference step pays. Checked
+// against `want` bit for bit; nullptr for other operators or a batched QLinearMatMul.
 std::function<void()> prepared_runtime_call(const OpCall& c, const Tensor& want,
                                             DispatchInfo* info) {
   const std::string op = find_operator(c.op).name;
   auto out = std::make_shared<Tensor>(want.dtype, want.shape);
   if (op == "Gemm") {
-    auto args = std::make_shared<GemmArgs>(gemm_args(c.inputs, c.attrs));
-    const runtime::PackedB pb = runtime::prepack_b(*args);
-    auto prepared = std::make_shared<runtime::PreparedGemm>(runtime::prepare_gemm(*args, &pb));
-    *info = prepared->info();
-    auto run = [args, prepared, out] {
-      prepared->run(args->a->bytes.data(), args->b->bytes.data(),
-                    args->c ? args->c->bytes.data() : nullptr, out->bytes.data());
-    };
-    run();
-    check_exact("prepared", want, *out);
-    return run;
+    return prepared_with_c(
+        gemm_args(c.inputs, c.attrs),
+        [](const GemmArgs& a, const runtime::PackedB* pb) { return runtime::prepare_gemm(a, pb); },
+        want, out, info);
   }
   if (op == "QLinearMatMul") {
     auto args = std::make_shared<QLinearMatMulArgs>(qlinear_matmul_args(c.inputs, c.attrs));
@@ -159,17 +170,12 @@ std::function<void()> prepared_runtime_call(const OpCall& c, const Tensor& want,
     return run;
   }
   if (op == "QGemm") {
-    auto args = std::make_shared<QGemmArgs>(qgemm_args(c.inputs, c.attrs));
-    const runtime::PackedB pb = runtime::prepack_b(*args);
-    auto prepared = std::make_shared<runtime::PreparedQGemm>(runtime::prepare_qgemm(*args, &pb));
-    *info = prepared->info();
-    auto run = [args, prepared, out] {
-      prepared->run(args->a->bytes.data(), args->b->bytes.data(),
-                    args->c ? args->c->bytes.data() : nullptr, out->bytes.data());
-    };
-    run();
-    check_exact("prepared", want, *out);
-    return run;
+    return prepared_with_c(
+        qgemm_args(c.inputs, c.attrs),
+        [](const QGemmArgs& a, const runtime::PackedB* pb) {
+          return runtime::prepare_qgemm(a, pb);
+        },
+        want, out, info);
   }
   return nullptr;
 }

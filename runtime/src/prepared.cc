@@ -48,6 +48,35 @@ void require_pointer(const char* op, const char* name, const void* p) {
   if (!p) invalid(op, "prepared run: ", name, " is null");
 }
 
+// A Gemm-shaped run's pointers (Gemm, QGemm): A, B, Y, and C where it was prepared with one; with
+// a PackedB, B the tensor it was packed from.
+void require_run(const char* op, const PackedB& packed, const void* a, const void* b, bool has_c,
+                 const void* c, const void* y) {
+  require_pointer(op, "A", a);
+  require_pointer(op, "B", b);
+  require_pointer(op, "Y", y);
+  if (has_c) require_pointer(op, "C", c);
+  if (!packed.empty() && b != packed.impl()->source)
+    invalid(op, "prepared run: B is not the tensor packed_b was prepacked from");
+}
+
+// The kernel's operands of a Gemm-shaped run: A transposed into `a_t` under transA; B the panels
+// when prepacked, else transposed into `b_t` under transB.
+void canonical_operands(const Chosen& chosen, bool trans_a, bool trans_b, DType ta, DType tb,
+                        const Shape& a_shape, const Shape& b_shape, const void*& a, const void*& b,
+                        Tensor& a_t, Tensor& b_t) {
+  if (trans_a) {
+    a_t = transposed(tensor_at(a, ta, a_shape));
+    a = a_t.bytes.data();
+  }
+  if (chosen.panels) {
+    b = chosen.panels->panels.bytes.data();
+  } else if (trans_b) {
+    b_t = transposed(tensor_at(b, tb, b_shape));
+    b = b_t.bytes.data();
+  }
+}
+
 }  // namespace
 
 struct PreparedGemm::Impl {
@@ -117,12 +146,7 @@ const DispatchInfo& PreparedGemm::info() const {
 void PreparedGemm::run(const void* a, const void* b, const void* c, void* y) const {
   if (!impl_) invalid("Gemm", "an empty PreparedGemm; make it with prepare_gemm");
   const Impl& p = *impl_;
-  require_pointer("Gemm", "A", a);
-  require_pointer("Gemm", "B", b);
-  require_pointer("Gemm", "Y", y);
-  if (p.has_c) require_pointer("Gemm", "C", c);
-  if (!p.packed.empty() && b != p.packed.impl()->source)
-    invalid("Gemm", "prepared run: B is not the tensor packed_b was prepacked from");
+  require_run("Gemm", p.packed, a, b, p.has_c, c, y);
   const Shape a_shape = p.trans_a ? Shape{p.k, p.m} : Shape{p.m, p.k};
   const Shape b_shape = p.trans_b ? Shape{p.n, p.k} : Shape{p.k, p.n};
   if (!p.chosen.kernel) {
@@ -143,16 +167,7 @@ void PreparedGemm::run(const void* a, const void* b, const void* c, void* y) con
     return;
   }
   Tensor a_t, b_t;
-  if (p.trans_a) {
-    a_t = transposed(tensor_at(a, p.t, a_shape));
-    a = a_t.bytes.data();
-  }
-  if (p.chosen.panels) {
-    b = p.chosen.panels->panels.bytes.data();
-  } else if (p.trans_b) {
-    b_t = transposed(tensor_at(b, p.t, b_shape));
-    b = b_t.bytes.data();
-  }
+  canonical_operands(p.chosen, p.trans_a, p.trans_b, p.t, p.t, a_shape, b_shape, a, b, a_t, b_t);
   halide_buffer_t ab = p.a.at(a), bb = p.b.at(b), cb = p.c.at(p.has_c ? c : p.zero_c.bytes.data()),
                   yb = p.y.at(y);
   KernelCall call(*p.chosen.kernel);
@@ -362,12 +377,7 @@ void PreparedQGemm::run(const void* a, const void* b, const void* c, void* y) co
   if (!impl_) invalid("QGemm", "an empty PreparedQGemm; make it with prepare_qgemm");
   const Impl& p = *impl_;
   const bool has_c = p.args.c != nullptr;
-  require_pointer("QGemm", "A", a);
-  require_pointer("QGemm", "B", b);
-  require_pointer("QGemm", "Y", y);
-  if (has_c) require_pointer("QGemm", "C", c);
-  if (!p.packed.empty() && b != p.packed.impl()->source)
-    invalid("QGemm", "prepared run: B is not the tensor packed_b was prepacked from");
+  require_run("QGemm", p.packed, a, b, has_c, c, y);
   const Shape a_shape = p.args.trans_a ? Shape{p.k, p.m} : Shape{p.m, p.k};
   const Shape b_shape = p.args.trans_b ? Shape{p.n, p.k} : Shape{p.k, p.n};
   if (!p.chosen.kernel) {
@@ -382,16 +392,8 @@ void PreparedQGemm::run(const void* a, const void* b, const void* c, void* y) co
     return;
   }
   Tensor a_t, b_t;
-  if (p.args.trans_a) {
-    a_t = transposed(tensor_at(a, p.a_type, a_shape));
-    a = a_t.bytes.data();
-  }
-  if (p.chosen.panels) {
-    b = p.chosen.panels->panels.bytes.data();
-  } else if (p.args.trans_b) {
-    b_t = transposed(tensor_at(b, p.b_type, b_shape));
-    b = b_t.bytes.data();
-  }
+  canonical_operands(p.chosen, p.args.trans_a, p.args.trans_b, p.a_type, p.b_type, a_shape, b_shape,
+                     a, b, a_t, b_t);
   const Tensor& sums = p.chosen.panels ? p.packed.impl()->column_sums : p.no_sums;
   halide_buffer_t ab = p.a.at(a), bb = p.b.at(b), cb = p.c.at(has_c ? c : p.zero_c.bytes.data()),
                   bsb = p.bsa.at(p.bs.bytes.data()), bzb = p.bza.at(p.bz.bytes.data()),
