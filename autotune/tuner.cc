@@ -486,8 +486,9 @@ TuneSummary autotune(const TuneOptions& o) {
     bool prepacked = false;
     const std::string plain = identity_spec(without_prepacked(u.id, &prepacked));
     std::vector<schedules::Schedule> seeds;
-    for (const std::string& from : {u.identity, plain}) {
-      if (from == plain && !prepacked) continue;
+    std::vector<std::string> seed_from = {u.identity};
+    if (prepacked) seed_from.push_back(plain);
+    for (const std::string& from : seed_from) {
       auto inc = o.incumbents.find(from);
       if (inc == o.incumbents.end()) continue;
       for (const nlohmann::json& s : inc->second) {
