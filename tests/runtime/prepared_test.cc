@@ -324,7 +324,7 @@ TEST(PreparedQGemm, BitExactWithAndWithoutPackedB) {
         ++combo;
         const bool trans_a = combo % 3 == 0, trans_b = combo % 4 == 1;
         const std::vector<Shape> c_shapes = {{}, {c.n}, {1, c.n}, {c.m, c.n}};
-        const Shape c_shape = c_shapes[combo % 4];
+        const Shape& c_shape = c_shapes[combo % 4];
         const bool has_c = combo % 5 != 0;
         auto q = qgemm_call(ta, tb, ty, c.m, c.n, c.k, trans_a, trans_b, c_shape, has_c,
                             combo % 2 == 0, rng);
