@@ -111,6 +111,13 @@ Func clamped_matrix(const Func& input, const Expr& width, const Expr& height, bo
   return f;
 }
 
+Func clamped_rows(const Func& input, const Expr& height, const std::string& name) {
+  Var x("x"), y("y");
+  Func f(name);
+  f(x, y) = input(x, clamp(y, 0, height - 1));
+  return f;
+}
+
 Expr fused_multiply_add(const Expr& a, const Expr& b, const Expr& c) {
   const Type t = a.type();
   MMTUNE_CHECK(t.is_float() && (t.bits() == 32 || t.bits() == 64) && b.type() == t && c.type() == t,

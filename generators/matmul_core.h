@@ -32,6 +32,10 @@ void build_dot8_matmul(schedules::MatmulPipeline& p, const Halide::Func& a, cons
 // A 2-D input read as (column, row) with its edges clamped, optionally transposed.
 Halide::Func clamped_matrix(const Halide::Func& input, const Halide::Expr& width,
                             const Halide::Expr& height, bool transpose, const std::string& name);
+// The same, clamped in rows only: for a consumer that reads columns in range by construction (a
+// reduction over K), so that its columns load as dense vectors.
+Halide::Func clamped_rows(const Halide::Func& input, const Halide::Expr& height,
+                          const std::string& name);
 
 // fma(a, b, c) with one rounding (IEEE fusedMultiplyAdd) for float32/float64: Halide 21 has no fma
 // (Halide::fma arrives later), so this calls LLVM's llvm.fma intrinsic as a pure extern, which

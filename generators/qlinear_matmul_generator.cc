@@ -91,7 +91,7 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
         panels(x, yv) = b(x, yv);
         p_.prepacked = panels;
       }
-      const QuantCore q = build_quant_matmul(p_, a_c, b_c, k, sums);
+      const QuantCore q = build_quant_matmul(p_, a_c, clamped_rows(a, m, "a_rows"), b_c, k, sums);
       const Expr acc = q.accumulator(p_, a_zero_point(i), b_zero_point(j));
       const Type out = y.type();
       y(j, i) = requant == RequantMode::kFloat32 ? requantize_float32(acc, mult, y_zero_point, out)

@@ -21,8 +21,8 @@ Expr QuantCore::accumulator(const schedules::MatmulPipeline& p, const Expr& za,
   return reinterpret(Int(32), sum);
 }
 
-QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b,
-                             const Expr& k, const Func& prepacked_column_sums) {
+QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& a_rows,
+                             const Func& b, const Expr& k, const Func& prepacked_column_sums) {
   QuantCore q;
   q.k = k;
   // The exact sum of products, mod 2^32 by construction (build_dot8_matmul: uint32, with int32
@@ -31,12 +31,15 @@ QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const 
   Var x("x"), y("y");
   // Mixed signs made same-sign (the layout's flip_a_sign): a' = a + a_offset in B's type, exact in
   // 8 bits, with za' = za + a_offset in the accumulator, so the sum is the same mod 2^32.
-  Func a_used = a;
-  if (p.layout.flip_a_sign && a.type() != b.type()) {
-    q.a_offset = a.type().is_uint() ? -128 : 128;
-    a_used = Func("a_flipped");
-    a_used(x, y) = cast(b.type(), cast(Int(16), a(x, y)) + q.a_offset);
-  }
+  const bool flip = p.layout.flip_a_sign && a.type() != b.type();
+  if (flip) q.a_offset = a.type().is_uint() ? -128 : 128;
+  auto flipped = [&](const Func& f, const std::string& name) {
+    if (!flip) return f;
+    Func g(name);
+    g(x, y) = cast(b.type(), cast(Int(16), f(x, y)) + q.a_offset);
+    return g;
+  };
+  const Func a_used = flipped(a, "a_flipped");
   build_dot8_matmul(p, a_used, b, k);
   RDom r(0, k, "rs");
   if (prepacked_column_sums.defined()) {
@@ -47,8 +50,8 @@ QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const 
     p.per_column.push_back(q.column_sums);
   }
   q.row_sums(y) = cast(UInt(32), 0);
-  q.row_sums(y) += cast(UInt(32), cast(Int(32), a_used(r, y)));
-  p.per_call.push_back(q.row_sums);
+  q.row_sums(y) += cast(UInt(32), cast(Int(32), flipped(a_rows, "a_rows_flipped")(r, y)));
+  p.row_sums.push_back(q.row_sums);
   return q;
 }
 

@@ -22,12 +22,14 @@ struct QuantCore {
                            const Halide::Expr& zb) const;
 };
 
-// a(k, i) and b(j, k) are the clamped 8-bit inputs (int8 or uint8). Builds the raw sum of a*b into
-// p (p.layout set) and adds the column sums (per column) and row sums (per call) to p's producers.
-// With `prepacked_column_sums` (a prepacked B: runtime/host/packed_b.h), the column sums are read
-// from it instead of computed.
+// a(k, i) and b(j, k) are the clamped 8-bit inputs (int8 or uint8); a_rows(k, i) is A clamped in
+// rows only (clamped_rows), which the row sums read (K in range). Builds the raw sum of a*b into p
+// (p.layout set) and adds the column sums (per column) and row sums to p's producers. With
+// `prepacked_column_sums` (a prepacked B: runtime/host/packed_b.h), the column sums are read from
+// it instead of computed.
 QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Halide::Func& a,
-                             const Halide::Func& b, const Halide::Expr& k,
+                             const Halide::Func& a_rows, const Halide::Func& b,
+                             const Halide::Expr& k,
                              const Halide::Func& prepacked_column_sums = Halide::Func());
 
 // y = sat(RNE(fl32(fl32(acc) * m)) + zp) to `out` (int8/uint8): requant mode float32.

@@ -43,8 +43,11 @@ struct MatmulPipeline {
   // Producers besides the sum, by role:
   // f(j, ...) read per output column (e.g. B's column sums): computed where B is packed.
   std::vector<Halide::Func> per_column;
-  // read everywhere (e.g. A's row sums): once per call.
+  // read everywhere (e.g. per-call scales): once per call.
   std::vector<Halide::Func> per_call;
+  // f(i) = one integer sum over K of row i, wrapping (e.g. A's row sums, so the order is free):
+  // once per call, rows in parallel, each sum kept in vector lanes across K (rfactor).
+  std::vector<Halide::Func> row_sums;
   // f(k, i) or f(i), rows independent (e.g. per-row quantization of A): once per call, rows in
   // parallel.
   std::vector<Halide::Func> per_row;

@@ -329,7 +329,7 @@ void schedule_cuda_matmul(MatmulPipeline& p, const CudaMatmulParams& params, Acc
   // Producers: on the GPU when exact there (no float step), otherwise on the host. Each is
   // computed once per call, before the sums.
   std::vector<Func> producers;
-  for (const auto* role : {&p.per_row, &p.per_call, &p.per_column}) {
+  for (const auto* role : {&p.per_row, &p.per_call, &p.row_sums, &p.per_column}) {
     producers.insert(producers.end(), role->begin(), role->end());
   }
   std::set<std::string> computed;
