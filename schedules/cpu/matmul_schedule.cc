@@ -163,8 +163,9 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
   // Row sums (wrapping integer sums, so any order gives the same bits): once per call. K is split
   // into vectors of lanes partial sums, then the lanes added (rfactor), and rows run in parallel
   // blocks of 16. (A serial scalar loop here, reading A through its clamp a byte at a time, took
-  // about 40 % of a 256^3 u8.s8 call on AVX-512.) The generators read A clamped in rows only
-  // (clamped_rows), so that the K chunks load as dense vectors.
+  // about a quarter of a 256^3 u8.s8 call on AVX-512 at 1 thread, and kept 2 threads from
+  // scaling.) The generators read A clamped in rows only (clamped_rows), so that the K chunks load
+  // as dense vectors.
   for (Func f : p.row_sums) {
     f.compute_root();
     const Var row = f.args()[0];
