@@ -36,7 +36,8 @@
   X(pack_b, bool, true, 0, 1, (0, 1), "p", kFlag, 0, false,                                        \
     "B copied into tile-wide panels")                                                              \
   X(parallel, bool, true, 0, 1, (0, 1), "t", kFlag, 0, false,                                      \
-    "strips (or tile rows) run as parallel tasks")                                                 \
+    "strips (or tile rows) run as parallel tasks, with B prepacked each strip's row blocks "       \
+    "too")                                                                                         \
   X(k_group, int, 1, 1, 4, (1, 4, 4), "g", kValue, 1, true,                                        \
     "K consumed in groups of 1, 2 or 4 (4: sdot/udot with arm_dot_prod); needs pack_b")            \
   X(m_block, int, 0, 0, 4096, (0, 0, 8, 32, 96), "m", kValue, 0, false,                            \

@@ -2,10 +2,11 @@
 // knob table, declared once below, and what the template derives from it (validation against a
 // target, the data layout it asks of the algorithm, its defaults and search space).
 //
-// A register-tiled matmul: each task owns a strip of `n_block` output columns; within it, tiles of
-// `tile_rows` rows x `tile_vectors` vectors of `vector_width` lanes are accumulated in registers
-// over the whole K, K innermost (unrolled by `k_unroll`), with B packed per strip when `pack_b`. K
-// is never split across tiles or threads, so float sums keep their K order.
+// A register-tiled matmul: each task owns a strip of `n_block` output columns (with B prepacked,
+// one row block of a strip); within it, tiles of `tile_rows` rows x `tile_vectors` vectors of
+// `vector_width` lanes are accumulated in registers over the whole K, K innermost (unrolled by
+// `k_unroll`), with B packed per strip when `pack_b`. K is never split across tiles or threads, so
+// float sums keep their K order.
 #pragma once
 
 #include <optional>
@@ -29,21 +30,22 @@
     "lanes of the accumulator type (0 = the target's natural width; else a power of two)")         \
   X(k_unroll, int, 4, 1, 16, (1, 2, 4, 8), "k", kValue, -1, false,                                 \
     "K loop unrolled by this factor")                                                              \
-  X(n_block, int, 256, 0, 65536, (0, 64, 128, 256, 512, 1024), "n", kValue, 0, false,                    \
+  X(n_block, int, 256, 0, 65536, (0, 64, 128, 256, 512, 1024), "n", kValue, 0, false,              \
     "columns per strip (task, packed-B strip), a multiple of the tile width; "                     \
     "0 = no strips")                                                                               \
   X(pack_b, bool, true, 0, 1, (0, 1), "p", kFlag, 0, false,                                        \
     "B copied into tile-wide panels")                                                              \
   X(parallel, bool, true, 0, 1, (0, 1), "t", kFlag, 0, false,                                      \
-    "strips (or tile rows) run as parallel tasks")                                                 \
+    "strips (or tile rows) run as parallel tasks, with B prepacked each strip's row blocks "       \
+    "too")                                                                                         \
   X(k_group, int, 1, 1, 4, (1, 2, 4), "g", kValue, 1, true,                                        \
     "K consumed in groups of 1, 2 or 4 (dot-product instructions); needs pack_b")                  \
-  X(m_block, int, 0, 0, 4096, (0, 0, 1, 32, 96), "m", kValue, 0, false,                               \
+  X(m_block, int, 0, 0, 4096, (0, 0, 1, 32, 64, 96, 128), "m", kValue, 0, false,                   \
     "rows per cache block, a multiple of tile_rows (a packed B panel reused "                      \
     "across them); 0 = none")                                                                      \
   X(specialize_tails, bool, false, 0, 1, (0, 1), "s", kFlag, 0, false,                             \
     "a branch without tail guards for shapes of whole tiles (and strips and blocks)")              \
-  X(k_block, int, 0, 0, 65536, (0, 0, 0, 4, 16, 64, 256), "b", kValue, 0, false,                          \
+  X(k_block, int, 0, 0, 65536, (0, 0, 0, 4, 16, 64, 256), "b", kValue, 0, false,                   \
     "K per cache block, its accumulators in memory, K order kept (needs n_block, "                 \
     "m_block, k_group 1; small blocks of few rows stream B once, a GEMV); 0 = none")
 // clang-format on

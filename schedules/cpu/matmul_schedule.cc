@@ -20,7 +20,15 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
   // panel is reused across the block's rows while it is in cache).
   const bool strips = params.n_block > 0;
   const bool blocks = params.m_block > 0;
-  Var ib("ib");
+  // When nothing is computed per strip (B prepacked by the host, its column sums too), the strips
+  // and the row blocks (or tile rows) within them are independent: one parallel loop over both, so
+  // that a shape with fewer strips than threads (N <= n_block) still has a task per row block.
+  const bool fuse_tasks = strips && p.prepacked.defined() && p.per_column.empty();
+  Var ib("ib"), task("task");
+  // The loop over row blocks (or tile rows without blocks); once fused, the task loop stands for
+  // it.
+  const Var rows_loop = blocks ? ib : io;
+  const Var rows_level = fuse_tasks ? task : rows_loop;
   auto apply = [&](Stage s, TailStrategy tail) {
     if (strips) s.split(p.j, jb, p.j, params.n_block, tail);
     if (blocks) s.split(p.i, ib, p.i, params.m_block, tail);
@@ -34,7 +42,8 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
     }
     if (strips) order.push_back(jb);
     s.reorder(order);
-    if (params.parallel) s.parallel(strips ? jb : (blocks ? ib : io));
+    if (fuse_tasks) s.fuse(rows_loop, jb, task);
+    if (params.parallel) s.parallel(fuse_tasks ? task : strips ? jb : rows_loop);
   };
   if (params.specialize_tails) {
     // Shapes made of whole tiles (and whole strips / blocks) get a branch without tail guards.
@@ -56,7 +65,7 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
     // across the strip, so B streams through once instead of a tile-wide column at a time.
     Var ajo("ajo"), aio("aio"), aji("aji"), aii("aii");
     RVar kio("kio"), kii("kii");
-    acc.compute_at(out, ib)
+    acc.compute_at(out, rows_level)
         .bound_extent(p.j, params.n_block)
         .bound_extent(p.i, params.m_block)
         .vectorize(p.j, lanes);
@@ -108,7 +117,7 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
       Var kka = packed_a.args()[0], kga = packed_a.args()[1], ia = packed_a.args()[2];
       // Per row tile, or once per row block when blocking (the block's rows are then reused
       // across every column tile).
-      packed_a.compute_at(out, blocks ? ib : io)
+      packed_a.compute_at(out, rows_level)
           .bound_extent(kka, p.layout.k_group)
           .reorder(kka, kga, ia)
           .vectorize(kka);
@@ -175,7 +184,10 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
     Func part = f.update().split(r, ro, ri, lanes, TailStrategy::GuardWithIf).rfactor(ri, lane);
     Stage total = f.update();
     total.split(row, rows_o, rows_i, 16, TailStrategy::GuardWithIf);
-    if (params.parallel) total.parallel(rows_o);
+    // In parallel only where there is more than one block of rows: a single task would still wake
+    // the thread pool (a decode call's M = 1).
+    if (params.parallel)
+      total.specialize(p.out.output_buffer().dim(1).extent() > 16).parallel(rows_o);
     part.compute_at(f, rows_i).vectorize(lane);
     part.update().vectorize(lane);
   }

@@ -33,7 +33,8 @@
   X(pack_b, bool, true, 0, 1, (1), "p", kFlag, 0, false,                                           \
     "B copied into tile-wide panels")                                                              \
   X(parallel, bool, false, 0, 1, (0), "t", kFlag, 0, false,                                        \
-    "strips (or tile rows) run as parallel tasks (noos targets run them in turn)")                 \
+    "strips (or tile rows) run as parallel tasks, with B prepacked each strip's row blocks "       \
+    "too (noos targets run them in turn)")                                                         \
   X(k_group, int, 4, 1, 4, (1, 4, 4), "g", kValue, 1, true,                                        \
     "K consumed in groups of 1, 2 or 4 (4: vrmpy for 8-bit operands); needs pack_b")               \
   X(m_block, int, 0, 0, 4096, (0, 0, 8, 32), "m", kValue, 0, false,                                \
