@@ -275,14 +275,17 @@ bool runs_parallel(const Record& r) {
   const auto it = s.find("parallel");
   if (it == s.end() || !it->is_boolean() || !it->get<bool>() || r.shape.size() != 3) return false;
   // cpu_matmul's tasks (schedules/cpu/matmul_schedule.cc): strips of n_block columns, else blocks
-  // of m_block rows, else rows of tiles.
+  // of m_block rows, else rows of tiles; with B prepacked, every block (or tile row) of every
+  // strip.
   auto knob = [&](const char* name) { return std::max<int64_t>(s.value(name, 0), 0); };
   auto ceil_div = [](int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 1; };
   const int64_t m = r.shape[0], n = r.shape[1];
-  const int64_t tasks = knob("n_block") > 0 ? ceil_div(n, knob("n_block"))
-                        : knob("m_block") > 0
-                            ? ceil_div(m, knob("m_block"))
-                            : ceil_div(m, std::max<int64_t>(knob("tile_rows"), 1));
+  const int64_t strips = knob("n_block") > 0 ? ceil_div(n, knob("n_block")) : 0;
+  const int64_t rows = knob("m_block") > 0 ? ceil_div(m, knob("m_block"))
+                                           : ceil_div(m, std::max<int64_t>(knob("tile_rows"), 1));
+  // (A record's identity is its canonical spec, e.g. "QGemm:uint8,int8:prepacked_b=true".)
+  const bool prepacked = r.identity.find("prepacked_b=true") != std::string::npos;
+  const int64_t tasks = strips == 0 ? rows : prepacked ? strips * rows : strips;
   return tasks >= 2;
 }
 
@@ -291,11 +294,13 @@ std::map<std::string, Serving> merge_within_noise(const std::vector<Record>& rec
   const auto final_stage = [](const Record& x) { return x.extra.value("stage", "") == "final"; };
   // Per (identity, target): bucket group -> schedule text -> that schedule's record in the bucket.
   std::map<std::string, std::map<std::string, std::map<std::string, const Record*>>> measured;
+  std::map<std::string, double> best_search;  // bucket group -> its best search-stage rate
   for (const Record& r : records) {
     const std::string group = r.identity + "|" + r.target + "|" + r.bucket;
     if (r.outcome != Outcome::kPassed || r.rate <= 0 || !best.count(group)) continue;
     const std::string stage = r.extra.value("stage", "");
     if (!stage.empty() && stage != "final") continue;  // only the search and its finalists
+    if (stage.empty()) best_search[group] = std::max(best_search[group], r.rate);
     const Record*& slot = measured[r.identity + "|" + r.target][group][r.schedule.dump()];
     if (!slot || final_stage(r) > final_stage(*slot) ||
         (final_stage(r) == final_stage(*slot) && r.rate > slot->rate)) {
@@ -309,10 +314,15 @@ std::map<std::string, Serving> merge_within_noise(const std::vector<Record>& rec
     std::map<std::string, double> tolerance;
     for (const auto& [group, by_schedule] : buckets) {
       const Record* w = best.at(group).record;
-      double tol = std::max(kMergeNoiseFloor, relative_spread(*w));
+      const double tol = std::min(kMergeNoiseCap, std::max(kMergeNoiseFloor, relative_spread(*w)));
+      // Rates compare within a stage: a finalist's interleaved re-measurement against the winner's,
+      // a search record against the best search record (the two stages measure differently: the
+      // finalists interleaved, the search one candidate at a time).
+      const double search_best = best_search[group];
       for (const auto& [text, r] : by_schedule) {
-        const double t = std::max(tol, relative_spread(*r));
-        if (r == w || r->rate >= w->rate * (1 - t)) serves[text][group] = r;
+        const double t = std::min(kMergeNoiseCap, std::max(tol, relative_spread(*r)));
+        const double ref = final_stage(*r) || !final_stage(*w) ? w->rate : search_best;
+        if (r == w || r->rate >= ref * (1 - t)) serves[text][group] = r;
       }
       tolerance[group] = tol;
     }

@@ -113,16 +113,23 @@ double relative_spread(const Record& r);
 
 // Buckets whose winners are within measurement noise of each other share one kernel. For each
 // (identity, target), schedule S may serve bucket B when S passed in B at a rate within the noise
-// of B's winner: rate(S, B) >= rate(winner) * (1 - max(kMergeNoiseFloor, spread of either)), with
-// S's finalist re-measurement in B preferred to its search record. The fewest schedules serving
-// every bucket are chosen greedily (most buckets first, then one that splits into parallel tasks,
-// then the higher summed rate), each bucket taking the chosen schedule with its best rate there.
-// Every bucket of `best` gets one entry, keyed like best_records. (Candidates are timed on the
-// run's thread count; a parallel schedule within the noise of a serial winner is as fast there and
-// scales with the threads a user sets, the serial one does not.)
+// of B's winner: rate(S, B) >= rate(winner) * (1 - t), with t = max(kMergeNoiseFloor, spread of
+// either) but at most kMergeNoiseCap, and S's finalist re-measurement in B preferred to its
+// search record. Rates compare within a stage: when B's winner is a finalist, a search record is
+// compared with B's best search record (the finalists are re-measured interleaved, which reads
+// lower). (On a loaded machine the samples spread by 10-25 %; a schedule merged in at 6-18 %
+// behind its bucket's winner at the one shape timed lost up to 2x at the bucket's other shapes:
+// docs/performance.md, 2026-12-01.) The fewest schedules serving every bucket are chosen greedily
+// (most buckets first, then one that splits into parallel tasks, then the higher summed rate),
+// each bucket taking the chosen schedule with its best rate there. Every bucket of `best` gets one
+// entry, keyed like best_records. (Candidates are timed on the run's thread count; a parallel
+// schedule within the noise of a serial winner is as fast there and scales with the threads a
+// user sets, the serial one does not.)
 constexpr double kMergeNoiseFloor = 0.03;
+constexpr double kMergeNoiseCap = 0.05;
 // Whether a record's schedule splits its shape into two or more parallel tasks (cpu_matmul and the
-// templates sharing its knobs: "parallel" true, and more than one strip, row block or tile row).
+// templates sharing its knobs: "parallel" true, and more than one strip, row block or tile row;
+// with B prepacked, the row blocks or tile rows of every strip count).
 bool runs_parallel(const Record& r);
 struct Serving {
   const Record* winner;  // the bucket's own winner (best_records)

@@ -246,8 +246,8 @@ TEST(TuningDbMerge, BucketsWithinNoiseShareOneScheduleOthersKeepTheirOwn) {
   EXPECT_EQ(rows[a], 6);
   EXPECT_EQ(rows[b], 6);
   EXPECT_EQ(rows[c], 8);
-  // Noisy measurements widen the tolerance: with schedule 4's samples in b and c spread by 25%
-  // (interquartile range over median), 10% behind is within noise and 4 alone serves all three.
+  // Noisy measurements widen the tolerance, up to kMergeNoiseCap: with schedule 4's samples in b
+  // and c spread by 25% (interquartile range over median), 10% behind is still outside it...
   Record noisy_b = record(4, Outcome::kPassed, 18e9, b),
          noisy_c = record(4, Outcome::kPassed, 27e9, c);
   noisy_b.samples_s = noisy_c.samples_s = {1.0, 1.1, 1.2, 1.3, 0.9, 1.0, 1.2, 0.95};
@@ -255,9 +255,34 @@ TEST(TuningDbMerge, BucketsWithinNoiseShareOneScheduleOthersKeepTheirOwn) {
   rs[3] = noisy_b;
   rs.back() = noisy_c;
   rows = rows_of(merge_within_noise(rs, best_records(rs)));
+  EXPECT_EQ(rows[a], 6);
+  EXPECT_EQ(rows[b], 6);
+  EXPECT_EQ(rows[c], 8);
+  // ...and 4% behind, beyond the 3% floor but within the cap, is within noise: 4 alone serves all
+  // three.
+  rs[3].rate = 20e9 * 0.96;
+  rs.back().rate = 30e9 * 0.96;
+  rows = rows_of(merge_within_noise(rs, best_records(rs)));
   EXPECT_EQ(rows[a], 4);
   EXPECT_EQ(rows[b], 4);
   EXPECT_EQ(rows[c], 4);
+
+  // A finalist winner's interleaved re-measurement reads lower than the search's one-at-a-time
+  // rates: a search record is held to the bucket's best search record, not to the finalist's rate.
+  // In c, 8's search record is 30 and its final 27; 6's search record at 28.2 is 6% behind 30, so
+  // it does not serve c although it is above 27.
+  {
+    std::vector<Record> staged = {
+        record(6, Outcome::kPassed, 20e9, b), record(8, Outcome::kPassed, 30e9, c),
+        record(8, Outcome::kPassed, 27e9, c), record(6, Outcome::kPassed, 28.2e9, c)};
+    staged[2].extra["stage"] = "final";
+    auto r = rows_of(merge_within_noise(staged, best_records(staged)));
+    EXPECT_EQ(r[b], 6);
+    EXPECT_EQ(r[c], 8);
+    staged[3].rate = 29.4e9;  // 2% behind the best search record: within the floor
+    r = rows_of(merge_within_noise(staged, best_records(staged)));
+    EXPECT_EQ(r[c], 6);
+  }
 
   // Equal coverage: a schedule whose tasks run in parallel is preferred to a serial winner within
   // noise of it (as fast at the run's threads, and it scales beyond them); outside the noise, not.
@@ -279,6 +304,17 @@ TEST(TuningDbMerge, BucketsWithinNoiseShareOneScheduleOthersKeepTheirOwn) {
   EXPECT_FALSE(runs_parallel(two[1]));
   only = merge_within_noise(two, best_records(two));
   EXPECT_EQ(only.begin()->second.served->schedule.at("tile_rows"), 4);
+  // With B prepacked, the row blocks (or tile rows) of each strip are tasks too: one 64-column
+  // strip at M = 64 is 11 tasks of 6-row tiles, 2 of 32-row blocks, 1 of a 64-row block.
+  Record pre = two[1];
+  pre.shape = {64, 64, 64};
+  EXPECT_FALSE(runs_parallel(pre)) << "one strip, and without prepacked B only strips are tasks";
+  pre.identity += ":prepacked_b=true";
+  EXPECT_TRUE(runs_parallel(pre));
+  pre.schedule["m_block"] = 32;
+  EXPECT_TRUE(runs_parallel(pre));
+  pre.schedule["m_block"] = 64;
+  EXPECT_FALSE(runs_parallel(pre));
   two[1].schedule["n_block"] = 0;  // tile rows at M = 1: one task
   EXPECT_FALSE(runs_parallel(two[1]));
   two[1].schedule["n_block"] = 16;
