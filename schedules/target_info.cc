@@ -37,6 +37,10 @@ TargetInfo target_info(const std::string& halide_target) {
     t.family = "x86";
     // FMA3: the "fma" feature; every AVX-512 target has it (LLVM's avx512f implies fma).
     t.fma = has("fma") || has_prefix("avx512");
+    // VNNI: avx512_zen4 / avx512_zen5 / avx512_sapphirerapids (AVX512-VNNI) and avxvnni.
+    const bool vnni =
+        has("avx512_zen4") || has("avx512_zen5") || has("avx512_sapphirerapids") || has("avxvnni");
+    t.dot8_group = vnni ? 4 : 2;
     if (has_prefix("avx512")) {
       t.isa = "avx512";
       t.vector_bits = 512;
@@ -57,12 +61,14 @@ TargetInfo target_info(const std::string& halide_target) {
   } else if (parts[0] == "arm") {
     t.family = "arm";
     t.isa = has("arm_dot_prod") ? "neondot" : "neon";
+    t.dot8_group = has("arm_dot_prod") ? 4 : 1;
     t.fma = parts.size() > 1 && parts[1] == "64";  // AArch64: fused multiply-add is base ISA
     t.vector_bits = 128;
     t.vector_registers = 32;
   } else if (parts[0] == "hexagon") {
     t.family = "hexagon";
     t.isa = "hvx";
+    t.dot8_group = 4;
     t.vector_bits = 1024;
     t.vector_registers = 32;
   } else {

@@ -14,6 +14,12 @@ struct TargetInfo {
   int vector_registers = 16;
   std::string isa;   // short name for kernel names: "avx512", "avx2", "sse41", "neon", "hvx"
   bool fma = false;  // a fused multiply-add for float32/float64 (what contract=fma needs)
+  // The K group of the target's exact 8-bit dot-product instruction: 4 where one instruction sums
+  // four 8-bit products into a 32-bit lane (x86 VNNI vpdpbusd, AArch64 sdot/udot, HVX vrmpy); 2 on
+  // x86 without VNNI (pmaddwd: the 8-bit operands widened to 16 bits, pairs of exact products
+  // summed into 32 bits; a group of 4 there costs a shuffle and an add per pair sum); 1 where
+  // there is none (NEON without dot product, CUDA).
+  int dot8_group = 1;
 };
 
 // Throws InvalidArgument for a string that names no architecture mmtune targets.

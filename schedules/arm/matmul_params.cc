@@ -26,7 +26,7 @@ std::optional<std::string> ArmMatmulParams::validate(const TargetInfo& t, Accumu
 
 ArmMatmulParams ArmMatmulParams::defaults(const TargetInfo& t, Accumulator acc) {
   ArmMatmulParams p = knobs().defaults();
-  if (acc.exact && acc.operand_bits == 8 && t.isa == "neondot") p.k_group = 4;
+  p.k_group = natural_k_group(t, acc);
   p.fit_draw(t, acc);
   return fit_default_tile(p, t, acc);
 }

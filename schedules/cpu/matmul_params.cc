@@ -62,7 +62,13 @@ MatmulLayout CpuMatmulParams::layout(const TargetInfo& t, Accumulator acc) const
 }
 
 CpuMatmulParams CpuMatmulParams::defaults(const TargetInfo& t, Accumulator acc) {
-  return fit_default_tile(knobs().defaults(), t, acc);
+  CpuMatmulParams p = knobs().defaults();
+  p.k_group = natural_k_group(t, acc);
+  return fit_default_tile(p, t, acc);
+}
+
+int natural_k_group(const TargetInfo& t, Accumulator acc) {
+  return acc.exact && acc.operand_bits == 8 ? t.dot8_group : 1;
 }
 
 std::vector<CpuMatmulParams> CpuMatmulParams::gemv_forms(const TargetInfo& t, Accumulator acc) {
@@ -91,10 +97,18 @@ std::vector<CpuMatmulParams> CpuMatmulParams::gemv_forms(const TargetInfo& t, Ac
   };
   // Streamed: two rows, one row block per tile row, K in blocks of 4, B read in place.
   for (bool parallel : {true, false}) add(2, 1, 1024, false, 2, 4, parallel, {1});
-  // Packed: one tile row over panels of B in K groups (dot-product instructions where the sum is
-  // exact), K whole, in strips. Packing costs a pass over B per call, as much as the GEMV itself,
-  // unless B is prepacked (prepack_b), where it is free: the form of those calls.
-  for (bool parallel : {true, false}) add(1, 4, 256, true, 0, 0, parallel, {4, 2, 1});
+  // Packed: one tile row over panels of B in K groups (the target's dot-product instruction where
+  // the sum is exact: natural_k_group first), K whole, in strips. Packing costs a pass over B per
+  // call, as much as the GEMV itself, unless B is prepacked (prepack_b), where it is free: the form
+  // of those calls.
+  const int natural = natural_k_group(t, acc);
+  for (bool parallel : {true, false}) {
+    if (natural == 2) {
+      add(1, 4, 256, true, 0, 0, parallel, {2, 4, 1});
+    } else {
+      add(1, 4, 256, true, 0, 0, parallel, {4, 2, 1});
+    }
+  }
   return forms;
 }
 

@@ -74,19 +74,25 @@ struct CpuMatmulParams {
   MatmulLayout layout(const TargetInfo& t, Accumulator acc) const;
 
   // The template's defaults for a target: the table's where they fit its registers, else a 4x2 tile
-  // without strips (e.g. 64-bit lanes on a 16-register ISA).
+  // without strips (e.g. 64-bit lanes on a 16-register ISA); exact 8-bit sums in the target's K
+  // group (natural_k_group).
   static CpuMatmulParams defaults(const TargetInfo& t, Accumulator acc);
   // The GEMV forms for products of a few rows (M of 1 to 4): two-row tiles of four vectors, one row
   // block per tile row and K in blocks of 4, so that each block of B streams through once, in wide
-  // strips (parallel or not); and the packed form, one row over panels of B in the largest K group
-  // that validates (dot-product instructions), K whole, for a B prepacked once. Only the variants
-  // that validate on `t` for `acc`. The search seeds its small-M buckets with them
-  // (schedules/schedule.h, shape_seeds).
+  // strips (parallel or not); and the packed form, one row over panels of B in K groups (the
+  // target's own group first, natural_k_group, then the largest that validates), K whole, for a B
+  // prepacked once. Only the variants that validate on `t` for `acc`. The search seeds its small-M
+  // buckets with them (schedules/schedule.h, shape_seeds).
   static std::vector<CpuMatmulParams> gemv_forms(const TargetInfo& t, Accumulator acc);
   // A draw from the knobs' searched values made consistent where that is only rounding (blocks
   // rounded up to whole tiles).
   void fit_draw(const TargetInfo& t, Accumulator acc);
 };
+
+// The K group a register-tiled template starts from for `acc` on `t`: the target's 8-bit
+// dot-product group (TargetInfo::dot8_group) for exact 8-bit sums, else 1 (float sums keep K order;
+// wider integers have no dot-product instruction).
+int natural_k_group(const TargetInfo& t, Accumulator acc);
 
 // A register-tiled template's defaults `p` where its table's tile does not fit `t`'s registers
 // (64-bit lanes on a 16-register ISA): a 4x2 tile without strips. P is cpu_matmul's params or a

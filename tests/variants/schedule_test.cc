@@ -234,6 +234,47 @@ TEST(Seam, ArmDefaultsFollowTheTargetAndTheOperands) {
   (void)schedule(dot, Accumulator{64, false, 64});
 }
 
+// cpu_matmul's K group on x86 follows the target's 8-bit dot product: 4 with VNNI (vpdpbusd), 2
+// without (pmaddwd over 16-bit-widened operands: a group of 4 there compiles to a pmaddwd plus
+// shuffles and adds per pair sum, 1.6-1.7x slower at 128x4096x4096 u8.s8 on AVX2,
+// docs/performance.md); 1 for float sums and wider integers. The GEMV seeds of exact 8-bit sums
+// take the same group first.
+TEST(Seam, X86KGroupFollowsTheTargetsDotProduct) {
+  using schedules::Accumulator;
+  const Accumulator u8s8{32, true, 8, true};
+  const Accumulator s32{32, true, 32};
+  const Accumulator f32{32, false, 32};
+  const std::vector<std::pair<const char*, int>> targets = {
+      {"x86-64-linux-avx512_zen4-avx2-fma-f16c", 4},
+      {"x86-64-linux-avx2-fma-f16c-avxvnni", 4},
+      {"x86-64-linux-avx2-fma-f16c", 2},
+      {"x86-64-linux-sse41", 2}};
+  for (const auto& [target, group] : targets) {
+    const TargetInfo t = schedules::target_info(target);
+    EXPECT_EQ(t.dot8_group, group) << target;
+    const Schedule s8 = schedules::default_schedule(t, u8s8);
+    EXPECT_STREQ(s8.template_name(), "cpu_matmul");
+    EXPECT_EQ(s8.validate(t, u8s8), std::nullopt) << target;
+    EXPECT_EQ(s8.register_tiled()->k_group, group) << target;
+    EXPECT_EQ(s8.layout(t, u8s8).k_group, group) << target;
+    EXPECT_EQ(schedules::default_schedule(t, s32).register_tiled()->k_group, 1) << target;
+    EXPECT_EQ(schedules::default_schedule(t, f32).register_tiled()->k_group, 1) << target;
+    int packed = 0;
+    for (const Schedule& s : schedules::shape_seeds(t, u8s8, 1)) {
+      const auto& p = std::get<CpuMatmulParams>(s.params());
+      if (!p.pack_b) continue;
+      ++packed;
+      EXPECT_EQ(p.k_group, group) << target;
+      EXPECT_EQ(s.validate(t, u8s8), std::nullopt) << target;
+    }
+    EXPECT_GT(packed, 0) << target;
+  }
+  EXPECT_EQ(schedules::target_info("arm-64-linux-arm_dot_prod").dot8_group, 4);
+  EXPECT_EQ(schedules::target_info("arm-64-linux").dot8_group, 1);
+  EXPECT_EQ(schedules::target_info("hexagon-32-noos-hvx-hvx_128-hvx_v66").dot8_group, 4);
+  EXPECT_EQ(schedules::target_info("x86-64-linux-cuda-cuda_capability_80").dot8_group, 1);
+}
+
 // cuda_matmul's defaults validate for every sum a CUDA kernel keeps exact: integer sums (dp4a
 // groups for 8-bit products, same-sign or mixed), and float sums whose steps may be fused without
 // changing a bit (the fma contract; float16 and float8 products, exact in their accumulators).
@@ -607,7 +648,8 @@ TEST(ShapeSeeds, GemvFormsAtSmallMAreValidAndBitExact) {
           ++packed;
           EXPECT_EQ(p.tile_rows, 1);
           EXPECT_EQ(p.k_block, 0);
-          // The largest group that validates: 4 for exact sums (k_group is for exact sums only).
+          // The largest group that validates: 4 for exact sums of operands of no stated width
+          // (8-bit ones take the target's group first: X86KGroupFollowsTheTargetsDotProduct).
           EXPECT_EQ(p.k_group, acc.exact ? 4 : 1);
         } else {
           ++blocked;
