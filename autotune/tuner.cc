@@ -33,12 +33,9 @@
 #include "autotune/tune_report.h"
 #include "autotune/tune_search.h"
 #include "autotune/tune_timing.h"
+#include "mmtune_commit.h"  // generated at build time: MMTUNE_GIT_COMMIT
 #include "reference/error.h"
 #include "runtime/host/cpu_features.h"
-
-#ifndef MMTUNE_GIT_COMMIT
-#define MMTUNE_GIT_COMMIT "unknown"
-#endif
 
 namespace mmtune::tune {
 namespace {
