@@ -152,6 +152,11 @@ Examples:
   mmtune db merge shard*.jsonl -o all.jsonl && mmtune emit --db all.jsonl --out tuned-all
 )";
 
+const char* kParallelOnlyHelp =
+    "in each bucket where a schedule that splits into parallel tasks passed, the winner is one "
+    "of those (candidates are timed at --threads: at 1 thread a serial schedule can win by a few "
+    "percent, then use one core whatever the caller's thread count)";
+
 const char* kEmitHelp = R"(
 Writes DIR/tuned/<target>.json for each target of the database (or each --target), the winners in
 the format the build consumes, then the package of their kernels in DIR/package (unless
@@ -217,7 +222,7 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     int max_candidates = 0, threads = 1, jobs = 0, finalists = 3;
     uint64_t seed = 1;
     double timeout = 180;
-    bool quiet = false, no_emit = false, no_package = false;
+    bool quiet = false, no_emit = false, no_package = false, parallel_only = false;
     std::string inject_fault;
     std::string runner, cost;
   };
@@ -261,6 +266,7 @@ std::function<int()> add_autotune_command(CLI::App& app) {
                 "do not write tuned/<target>.json, machine.json, report.html or the package");
   sub->add_flag("--no-package", o->no_package,
                 "do not build the package of the tuned kernels (<out>/package)");
+  sub->add_flag("--parallel-only", o->parallel_only, kParallelOnlyHelp);
   sub->add_option("--inject-fault", o->inject_fault)->group("");  // tests: drop_tail
   return [o] {
     tune::TuneOptions t;
@@ -305,6 +311,7 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     t.timeout_s = o->timeout;
     t.quiet = o->quiet;
     t.emit = !o->no_emit;
+    t.parallel_only = o->parallel_only;
     t.exe = self_exe();
     t.inject_fault = o->inject_fault;
     t.runner = o->runner;
@@ -488,7 +495,7 @@ std::function<int()> add_emit_command(CLI::App& app) {
   struct Opts {
     std::string db, out;
     std::vector<std::string> targets;
-    bool no_package = false;
+    bool no_package = false, parallel_only = false;
   };
   auto o = std::make_shared<Opts>();
   sub->add_option("--db", o->db, "tuning database")->required();
@@ -497,6 +504,7 @@ std::function<int()> add_emit_command(CLI::App& app) {
                   "emit this target's records only (repeatable; default: every target)");
   sub->add_flag("--no-package", o->no_package,
                 "write tuned/<target>.json only, not the package (DIR/package)");
+  sub->add_flag("--parallel-only", o->parallel_only, kParallelOnlyHelp);
   return [o] {
     const tune::Database db = tune::Database::open(o->db, false);
     for (const std::string& w : db.warnings()) std::cerr << "mmtune emit: warning: " << w << "\n";
@@ -517,7 +525,7 @@ std::function<int()> add_emit_command(CLI::App& app) {
     std::vector<std::string> databases;
     for (const std::string& t : best_level_first({targets.begin(), targets.end()})) {
       const std::string path = o->out + "/tuned/" + t + ".json";
-      const nlohmann::json tuned = tune::tuned_database(db.records(), t);
+      const nlohmann::json tuned = tune::tuned_database(db.records(), t, o->parallel_only);
       tune::write_json_atomically(tuned, path);
       std::cout << "mmtune emit: " << tuned["kernels"].size() << " kernels to " << path << "\n";
       databases.push_back(path);

@@ -187,10 +187,22 @@ void write_text_atomically(const std::string& text, const std::string& path) {
   write_file_atomically(path, "the tuner's output", text);
 }
 
-nlohmann::json tuned_database(const std::vector<Record>& records, const std::string& target) {
+nlohmann::json tuned_database(const std::vector<Record>& records, const std::string& target,
+                              bool parallel_only) {
+  const auto group_of = [](const Record& r) { return r.identity + "|" + r.bucket; };
+  std::set<std::string> has_parallel;  // buckets where a parallel schedule passed
+  for (const Record& r : records) {
+    if (parallel_only && r.target == target && r.outcome == Outcome::kPassed && r.rate > 0 &&
+        r.extra.value("stage", "") != "baseline" && runs_parallel(r))
+      has_parallel.insert(group_of(r));
+  }
   std::vector<Record> mine;
   for (const Record& r : records) {
-    if (r.target == target) mine.push_back(r);
+    if (r.target != target) continue;
+    if (has_parallel.count(group_of(r)) && r.extra.value("stage", "") != "baseline" &&
+        !runs_parallel(r))
+      continue;
+    mine.push_back(r);
   }
   const auto best = best_records(mine);
   const auto serving = merge_within_noise(mine, best);
@@ -663,7 +675,7 @@ TuneSummary autotune(const TuneOptions& o) {
   summary.interrupted = g_interrupts > 0;
   if (o.emit && !summary.interrupted) {
     summary.tuned = o.out + "/tuned/" + target + ".json";
-    write_json_atomically(tuned_database(db.records(), target), summary.tuned);
+    write_json_atomically(tuned_database(db.records(), target, o.parallel_only), summary.tuned);
   }
   if (o.emit) {
     summary.report = o.out + "/report.html";

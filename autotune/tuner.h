@@ -41,9 +41,10 @@ struct TuneOptions {
   int shard_index = 0, shard_count = 1;
   std::string strategy = "evolutionary";
   bool quiet = false;
-  bool emit = true;          // write tuned/<target>.json at the end
-  std::string exe;           // this program (workers are its children)
-  std::string inject_fault;  // tests only (tune_worker.h)
+  bool emit = true;            // write tuned/<target>.json at the end
+  bool parallel_only = false;  // its winners split into parallel tasks where any passed that did
+  std::string exe;             // this program (workers are its children)
+  std::string inject_fault;    // tests only (tune_worker.h)
   MeasureOptions measure;
   // A target reached through a kernel runner (autotune/tune_remote.h): the runner command ("" for
   // the target's default, qemu) and the cost ("" for the default: qemu_instructions without a
@@ -72,8 +73,13 @@ bool tunes_remotely(const TuneOptions& o);
 nlohmann::json provenance(int threads);
 
 // The tuned database of `target` from the winners in `records` (final re-measurements preferred):
-// one kernel per winning schedule, serving every bucket it won; names per docs/naming.md.
-nlohmann::json tuned_database(const std::vector<Record>& records, const std::string& target);
+// one kernel per winning schedule, serving every bucket it won; names per docs/naming.md. With
+// parallel_only, a bucket where a schedule that splits into parallel tasks passed
+// (tuning_db.h, runs_parallel) is won by such a schedule: the serial ones there are passed over.
+// (Candidates are timed at the run's thread count: at 1 thread a serial schedule can win by a few
+// percent and then use one core whatever set_num_threads says; docs/performance.md, 2026-12-02.)
+nlohmann::json tuned_database(const std::vector<Record>& records, const std::string& target,
+                              bool parallel_only = false);
 
 // Writes `j` to `path` (pretty, 2 spaces) whole or not at all.
 void write_json_atomically(const nlohmann::json& j, const std::string& path);

@@ -360,6 +360,51 @@ TEST_F(TuningDb, BaselinesAreNeverWinners) {
   EXPECT_EQ(tuned.dump().find("baseline"), std::string::npos) << tuned.dump();
 }
 
+// --parallel-only: where a schedule that splits into parallel tasks passed, the bucket's kernel is
+// one of those, however much faster a serial one ran at the run's thread count; a bucket where none
+// did keeps its serial winner.
+TEST(TuningDbEmit, ParallelOnlyPassesOverSerialWinnersWhereAParallelScheduleRan) {
+  const std::string a = "m9-64.n1-512.k1-512", b = "m65+.n1-512.k1-512";
+  auto at = [](int tile_rows, bool parallel, double rate, const std::string& bucket,
+               std::vector<int64_t> shape) {
+    Record r = record(tile_rows, Outcome::kPassed, rate, bucket);
+    r.schedule["parallel"] = parallel;
+    r.shape = std::move(shape);
+    return r;
+  };
+  const std::vector<Record> rs = {
+      at(4, false, 10e9, a, {64, 64, 64}),  // serial winner, 11 % ahead
+      at(6, true, 9e9, a, {64, 64, 64}),    // 11 tile rows of 6: parallel tasks
+      at(2, true, 12e9, a, {64, 64, 64}),   // parallel flag, but failed the gate
+      at(8, false, 5e9, b, {128, 64, 64}),  // b: serial only
+      at(1, true, 4e9, b, {1, 64, 64})};    // one row: a single task, not parallel
+  std::vector<Record> with_failure = rs;
+  with_failure[2].outcome = Outcome::kIncorrect;
+  EXPECT_FALSE(runs_parallel(with_failure[0]));
+  EXPECT_TRUE(runs_parallel(with_failure[1]));
+  EXPECT_FALSE(runs_parallel(with_failure[4]));
+  const auto rows = [](const nlohmann::json& kernels) {
+    // The bucket's m_min (0 for a: the emitted buckets of an identity cover every M) -> the
+    // kernel's tile rows.
+    std::map<int64_t, int> by_m_min;
+    for (const auto& k : kernels) {
+      for (const auto& bucket :
+           k.at("bucket").is_array() ? k.at("bucket") : nlohmann::json::array({k.at("bucket")}))
+        by_m_min[bucket.value("m_min", int64_t{0})] = k.at("schedule").at("tile_rows").get<int>();
+    }
+    return by_m_min;
+  };
+  const std::string target = "x86-64-linux-avx2-fma";
+  auto plain = rows(tuned_database(with_failure, target).at("kernels"));
+  EXPECT_EQ(plain.size(), 2u);
+  EXPECT_EQ(plain[0], 4);
+  EXPECT_EQ(plain[65], 8);
+  auto parallel = rows(tuned_database(with_failure, target, true).at("kernels"));
+  EXPECT_EQ(parallel.size(), 2u);
+  EXPECT_EQ(parallel[0], 6);   // the passed parallel schedule, 10 % behind
+  EXPECT_EQ(parallel[65], 8);  // no parallel schedule passed in b
+}
+
 TEST(TuneBuckets, ClassesOfMNAndK) {
   EXPECT_EQ(bucket_of(1, 4096, 4096).name, "m1.n513-4096.k513-4096");
   EXPECT_EQ(bucket_of(16, 11008, 100).name, "m9-64.n4097+.k1-512");

@@ -26,7 +26,6 @@ namespace mmtune {
 namespace {
 
 using testing::bucket_of;
-using testing::clamp_to;
 
 std::vector<runtime::KernelInfo> gemm_kernels() {
   std::vector<runtime::KernelInfo> out;
@@ -78,11 +77,9 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
   const bool prepacked = kernel.identity.count("prepacked_b") > 0;
   int64_t cases = 0;
   int combo = 0;
-  for (const auto& shape : testing::matmul_shapes(rows, cols, !slow)) {
-    // Moved into the kernel's bucket, so that this kernel is the one that serves it.
-    const int64_t m = clamp_to(shape.m, bucket.m_min, bucket.m_max);
-    const int64_t n = clamp_to(shape.n, bucket.n_min, bucket.n_max);
-    const int64_t k = clamp_to(shape.k, std::max<int64_t>(bucket.k_min, 1), bucket.k_max);
+  for (const auto& shape :
+       testing::shapes_in_bucket(testing::matmul_shapes(rows, cols, !slow), bucket, 1)) {
+    const int64_t m = shape.m, n = shape.n, k = shape.k;
     // Every layout x C kind on each shape, alpha/beta rotating.
     for (int layout = 0; layout < 4; ++layout) {
       for (int c_kind = 0; c_kind < 6; ++c_kind, ++combo) {

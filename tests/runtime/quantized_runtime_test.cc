@@ -158,7 +158,9 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
     outputs += expected.numel();
   }
   // Every case a one-bucket kernel gets; every matrix case at least.
-  if (bucket.m_min == 0 && bucket.m_max < 0) EXPECT_EQ(elsewhere, 0);
+  if (bucket.m_min == 0 && bucket.m_max < 0) {
+    EXPECT_EQ(elsewhere, 0);
+  }
   std::cout << "[runtime] " << kernel.name << ": " << cases << " cases, " << outputs
             << " outputs bit-exact" << (prepacked ? " (b prepacked)" : "") << "\n";
 }
@@ -189,11 +191,12 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
   int combo = 0;
   // Each shape moved into the kernel's bucket, so that this kernel is the one that serves it.
   const runtime::Bucket bucket = testing::bucket_of(kernel.name);
-  for (const auto& s : testing::matmul_shapes(rows, cols)) {
-    if (s.k == 0) continue;  // the reference's: QuantizedFallback below
-    const int64_t m = testing::clamp_to(s.m, std::max<int64_t>(bucket.m_min, 1), bucket.m_max);
-    const int64_t n = testing::clamp_to(s.n, std::max<int64_t>(bucket.n_min, 1), bucket.n_max);
-    const int64_t k = testing::clamp_to(s.k, bucket.k_min, bucket.k_max);
+  std::vector<tune::MatmulShape> shapes = testing::matmul_shapes(rows, cols);
+  // K = 0 is the reference's: QuantizedFallback below.
+  shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const auto& s) { return s.k == 0; }),
+               shapes.end());
+  for (const auto& s : testing::shapes_in_bucket(shapes, bucket, 0)) {
+    const int64_t m = s.m, n = s.n, k = s.k;
     // Every layout on each shape; C kind, per-column parameters, alpha and y_scale rotating.
     for (int layout = 0; layout < 4; ++layout, ++combo) {
       QGemmArgs args;
@@ -276,10 +279,8 @@ TEST_P(QuantMatmulDequantRuntime, ShippedKernelIsBitExact) {
   int combo = 0;
   // Each shape moved into the kernel's bucket, so that this kernel is the one that serves it.
   const runtime::Bucket bucket = testing::bucket_of(kernel.name);
-  for (const auto& s : testing::matmul_shapes(rows, cols)) {
-    const int64_t m = testing::clamp_to(s.m, std::max<int64_t>(bucket.m_min, 1), bucket.m_max);
-    const int64_t n = testing::clamp_to(s.n, std::max<int64_t>(bucket.n_min, 1), bucket.n_max);
-    const int64_t k = testing::clamp_to(s.k, bucket.k_min, bucket.k_max);
+  for (const auto& s : testing::shapes_in_bucket(testing::matmul_shapes(rows, cols), bucket, 0)) {
+    const int64_t m = s.m, n = s.n, k = s.k;
     // Bias or not x both weight layouts on each shape (K = 0 included: the kernel computes it).
     for (int variant = 0; variant < 4; ++variant, ++combo) {
       const bool bias = variant & 1, transpose = !(variant & 2);

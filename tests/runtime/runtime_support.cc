@@ -14,8 +14,10 @@ namespace mmtune::testing {
 namespace {
 
 // The runtime suites run once per level of the library (tests/CMakeLists.txt sets
-// MMTUNE_MAX_KERNEL_TARGET); a level this CPU cannot run is not tested here: every test skips,
-// saying why (the calls would only repeat a lower level's run).
+// MMTUNE_MAX_KERNEL_TARGET), after a run without it (the best level this CPU runs). Every test
+// skips, saying why, where the capped run would only repeat another: a level this CPU cannot run
+// (its calls take a lower level's kernels), and the best level this CPU runs (every level above it
+// is one it cannot run, so the uncapped run called the same kernels).
 class LevelEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
@@ -23,6 +25,14 @@ class LevelEnvironment : public ::testing::Environment {
     if (!level || !*level || std::string(level) == "none") return;
     for (const runtime::KernelLevel& l : runtime::kernel_levels()) {
       if (l.target == level && !l.used) GTEST_SKIP() << "level " << level << ": " << l.why_unused;
+    }
+    for (const runtime::Level& l : runtime::levels()) {
+      if (l.table->target == level) {
+        GTEST_SKIP() << "level " << level
+                     << " is the best this CPU runs: the run without MMTUNE_MAX_KERNEL_TARGET "
+                        "called the same kernels";
+      }
+      if (!l.cannot_run) return;  // a higher level runs here: this cap changes the kernels
     }
   }
 };
@@ -61,6 +71,22 @@ std::string no_kernel_prefix(const std::string& op) {
 
 int64_t clamp_to(int64_t x, int64_t lo, int64_t hi) {
   return std::max(lo, hi < 0 ? x : std::min(x, hi));
+}
+
+std::vector<tune::MatmulShape> shapes_in_bucket(const std::vector<tune::MatmulShape>& shapes,
+                                                const runtime::Bucket& bucket, int64_t k_floor) {
+  std::vector<tune::MatmulShape> out;
+  for (const tune::MatmulShape& s : shapes) {
+    const tune::MatmulShape moved{
+        s.category, clamp_to(s.m, std::max<int64_t>(bucket.m_min, 1), bucket.m_max),
+        clamp_to(s.n, std::max<int64_t>(bucket.n_min, 1), bucket.n_max),
+        clamp_to(s.k, std::max<int64_t>(bucket.k_min, k_floor), bucket.k_max)};
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const tune::MatmulShape& o) {
+      return o.m == moved.m && o.n == moved.n && o.k == moved.k;
+    });
+    if (!seen) out.push_back(moved);
+  }
+  return out;
 }
 
 }  // namespace mmtune::testing

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "autotune/tune_inputs.h"
 #include "mmtune/mmtune.h"
 #include "runtime/src/kernel_table.h"
 
@@ -27,5 +28,13 @@ std::string no_kernel_prefix(const std::string& op);
 
 // x moved into [lo, hi] (hi < 0: no upper bound).
 int64_t clamp_to(int64_t x, int64_t lo, int64_t hi);
+
+// The shapes moved into a kernel's bucket, so that the kernel is the one that serves them: M and N
+// into their ranges (at least 1), K into its range (at least k_floor); each distinct result once.
+// A bucket of large shapes moves most of the small ones onto its corner, and the same shape again
+// would repeat the same calls with other random data (the gemm suite's largest bucket spent 135 s
+// on 17 copies of two shapes).
+std::vector<tune::MatmulShape> shapes_in_bucket(const std::vector<tune::MatmulShape>& shapes,
+                                                const runtime::Bucket& bucket, int64_t k_floor);
 
 }  // namespace mmtune::testing
