@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <string>
 
 #include "autotune/halide_ops.h"
 #include "autotune/kernel_key.h"
@@ -76,13 +78,24 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
   const bool slow = dtype_size(t) == 8 && t != DType::kFloat64;  // emulated 64-bit multiplies
   const bool prepacked = kernel.identity.count("prepacked_b") > 0;
   int64_t cases = 0;
-  int combo = 0;
+  int combo = -1;  // the case number, counted before each case
+  // Every layout x C kind on each shape, alpha/beta rotating. A shape of more than 2^24
+  // multiply-adds (a bucket of large shapes: 65x513x513 and up) takes each C kind once, the
+  // layouts rotating over them, so every layout and every C kind still runs on it; MMTUNE_LONG=1
+  // runs all 24 there too. (The reference's scalar sums dominate: the full product took 60-100 s
+  // per such kernel and level.)
+  const char* long_env = std::getenv("MMTUNE_LONG");
+  const bool long_run = long_env && std::string(long_env) == "1";
+  int shape_index = 0;
   for (const auto& shape :
        testing::shapes_in_bucket(testing::matmul_shapes(rows, cols, !slow), bucket, 1)) {
     const int64_t m = shape.m, n = shape.n, k = shape.k;
-    // Every layout x C kind on each shape, alpha/beta rotating.
+    const bool large = !long_run && m * n * k > (int64_t{1} << 24);
+    const int rotation = shape_index++;
     for (int layout = 0; layout < 4; ++layout) {
-      for (int c_kind = 0; c_kind < 6; ++c_kind, ++combo) {
+      for (int c_kind = 0; c_kind < 6; ++c_kind) {
+        if (large && layout != (c_kind + rotation) % 4) continue;
+        ++combo;
         GemmArgs args;
         args.trans_a = layout & 1;
         args.trans_b = layout & 2;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
+#include <string_view>
 
 #include "autotune/kernel_key.h"
 #include "runtime/src/dispatch.h"
@@ -27,7 +29,7 @@ class LevelEnvironment : public ::testing::Environment {
       if (l.target == level && !l.used) GTEST_SKIP() << "level " << level << ": " << l.why_unused;
     }
     for (const runtime::Level& l : runtime::levels()) {
-      if (l.table->target == level) {
+      if (std::string_view(l.table->target) == level) {
         GTEST_SKIP() << "level " << level
                      << " is the best this CPU runs: the run without MMTUNE_MAX_KERNEL_TARGET "
                         "called the same kernels";
