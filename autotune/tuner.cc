@@ -193,15 +193,13 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
   std::set<std::string> has_parallel;  // buckets where a parallel schedule passed
   for (const Record& r : records) {
     if (parallel_only && r.target == target && r.outcome == Outcome::kPassed && r.rate > 0 &&
-        r.extra.value("stage", "") != "baseline" && runs_parallel(r))
+        !is_baseline(r) && runs_parallel(r))
       has_parallel.insert(group_of(r));
   }
   std::vector<Record> mine;
   for (const Record& r : records) {
     if (r.target != target) continue;
-    if (has_parallel.count(group_of(r)) && r.extra.value("stage", "") != "baseline" &&
-        !runs_parallel(r))
-      continue;
+    if (has_parallel.count(group_of(r)) && !is_baseline(r) && !runs_parallel(r)) continue;
     mine.push_back(r);
   }
   const auto best = best_records(mine);
