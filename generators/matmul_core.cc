@@ -57,6 +57,7 @@ void build_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& b, co
   } else {
     b_value = b(j, p.r);
   }
+  p.a = a;
   p.acc(j, i) = zero;
   p.acc(j, i) = step(p.acc(j, i), a(p.r, i), b_value);
 }

@@ -24,6 +24,10 @@ struct MatmulPipeline {
   Halide::Func packed_b{"packed_b"};
   // When defined (grouped): packed_a(kk, kg, i) = a(kg * g + kk, i).
   Halide::Func packed_a{"packed_a"};
+  // K in order (k_group 1): the A operand the sum reads, a(k, i), so that a template may stage it
+  // (e.g. a copy of a block's rows with the rows innermost, which the inner loop reads from one
+  // pointer).
+  Halide::Func a;
   // When defined (grouped exact 8-bit sums): acc sums the K blocks' partial sums over rb in uint32
   // (wrap-around defined); part(j, i, kb) sums block kb's products over r in int32, where it cannot
   // overflow (a block holds at most 2^15 products of magnitude below 2^16).

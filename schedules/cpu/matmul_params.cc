@@ -32,6 +32,8 @@ std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, Accumu
     why << "k_block=" << k_block
         << " needs n_block and m_block (the accumulators of one block live in memory) and "
            "k_group=1";
+  } else if (pack_a && k_group != 1) {
+    why << "pack_a needs k_group=1 (grouped K packs A in its groups)";
   } else if (n_block > 0 && n_block % tile_columns(t, acc.bits) != 0) {
     why << "n_block=" << n_block << " is not a multiple of the tile width "
         << tile_columns(t, acc.bits);

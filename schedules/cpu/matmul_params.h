@@ -47,7 +47,11 @@
     "a branch without tail guards for shapes of whole tiles (and strips and blocks)")              \
   X(k_block, int, 0, 0, 65536, (0, 0, 0, 4, 16, 64, 256), "b", kValue, 0, false,                   \
     "K per cache block, its accumulators in memory, K order kept (needs n_block, "                 \
-    "m_block, k_group 1; small blocks of few rows stream B once, a GEMV); 0 = none")
+    "m_block, k_group 1; small blocks of few rows stream B once, a GEMV); 0 = none")            \
+  X(pack_a, bool, false, 0, 1, (0, 1), "a", kFlag, 0, false,                                      \
+    "A copied into panels with the rows innermost (a tile row's for each K block with k_block, "   \
+    "else a tile row's or, with m_block, a row block's), so that the inner loop broadcasts A "     \
+    "from one pointer; needs k_group 1")
 // clang-format on
 
 namespace mmtune::schedules {

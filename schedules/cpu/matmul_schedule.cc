@@ -55,6 +55,8 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
 
   Func acc = p.acc;
   RVar ko("ko"), ki("ki");
+  // The K-blocked sum's loop over the tile rows of a block.
+  Var a_tile_rows("aio");
   Stage update = acc.update();
   if (params.k_block > 0) {
     // K cache blocking: the accumulator of a whole (m_block x n_block) block lives in memory and
@@ -63,7 +65,8 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
     // block (m_block = tile_rows) and a small k_block, this is the GEMV form for small M: the
     // strip's accumulators stay in L1 and each K block reads its k_block rows of B front to back
     // across the strip, so B streams through once instead of a tile-wide column at a time.
-    Var ajo("ajo"), aio("aio"), aji("aji"), aii("aii");
+    Var ajo("ajo"), aji("aji"), aii("aii");
+    const Var& aio = a_tile_rows;
     RVar kio("kio"), kii("kii");
     acc.compute_at(out, rows_level)
         .bound_extent(p.j, params.n_block)
@@ -130,6 +133,27 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
         update.split(p.r, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
       }
     }
+  }
+
+  if (params.pack_a && p.a.defined()) {
+    // A's rows copied into a panel of one tile row (rows innermost, K outer: what BLAS calls a
+    // packed A micro-panel), so that the inner loop's broadcasts of A read one pointer at constant
+    // offsets (row by row from A they need a base register per row, and the tile's registers run
+    // out). With K blocks, one panel of k_block x tile_rows per tile row and K block, reused
+    // across the block's column tiles; else one of K x tile_rows per tile row (per row block of
+    // m_block rows when blocking). Only a copy: the sum and its K order are unchanged.
+    Func a_rows = p.a.in(p.acc);
+    const Var k = a_rows.args()[0], row = a_rows.args()[1];
+    const bool per_tile_row = params.k_block > 0 || !blocks;
+    if (params.k_block > 0) {
+      a_rows.compute_at(p.acc, a_tile_rows);
+    } else {
+      a_rows.compute_at(out, rows_level);
+    }
+    a_rows.bound_extent(row, per_tile_row ? rows : params.m_block)
+        .reorder_storage(row, k)
+        .reorder(row, k);
+    if (per_tile_row) a_rows.unroll(row);
   }
 
   // A prepacked B is read where the sum reads it: its packed_b view stays inline.

@@ -130,6 +130,11 @@ TEST(KnobTable, ValidationNamesTheKnobAndTheRule) {
       Schedule(p).validate(kAvx2, {32, false}).value_or("").find("k_group=4 regroups the K sum"),
       std::string::npos);
   EXPECT_EQ(Schedule(p).validate(kAvx2, {32, true}), std::nullopt);
+  p.pack_a = true;
+  EXPECT_NE(Schedule(p).validate(kAvx2, {32, true}).value_or("").find("pack_a needs k_group=1"),
+            std::string::npos);
+  p.k_group = 1;
+  EXPECT_EQ(Schedule(p).validate(kAvx2, {32, true}), std::nullopt);
 }
 
 TEST(KnobTable, TagsDeriveFromTheTable) {
@@ -145,6 +150,8 @@ TEST(KnobTable, TagsDeriveFromTheTable) {
   p.k_group = 1;
   p.k_block = 64;
   EXPECT_EQ(Schedule(p).tag(kAvx2, {64, false}), "6x8k4n256pm12sb64");
+  p.pack_a = true;
+  EXPECT_EQ(Schedule(p).tag(kAvx2, {64, false}), "6x8k4n256pm12sb64a");
 }
 
 // docs/naming.md states each template's knob table exactly as the code declares it.
@@ -689,6 +696,72 @@ TEST(ShapeSeeds, GemvFormsAtSmallMAreValidAndBitExact) {
     }
   }
   std::cout << "[schedule] " << ran << " GEMV-form products bit-exact through the JIT\n";
+}
+
+// pack_a copies A into panels of a tile row (or of a row block) where each of its three placements
+// puts them: per tile row and K block (k_block), per tile row, per row block (m_block). Only a
+// copy: bit-exact through the JIT against the reference for float32 under both contracts and int32,
+// A plain and transposed, B in place and prepacked, on ragged shapes (partial tiles, blocks, strips
+// and K blocks), on AVX2 (SSE4.1 where this CPU has no AVX2; the placement is the template's,
+// whatever the ISA).
+TEST(CpuTemplate, PackedAIsOnlyACopyInEveryPlacement) {
+  std::mt19937_64 rng(testing::variant_seed() ^ 0x9a);
+  int ran = 0;
+  for (const char* target : {"x86-64-linux-avx2-fma-f16c", "x86-64-linux-sse41"}) {
+    if (cpu_cannot_run(target) || ran > 0) continue;
+    const TargetInfo t = schedules::target_info(target);
+    const int lanes = t.vector_bits / 32;
+    auto form = [&](int rows, int vectors, int n_block, int m_block, int k_block) {
+      CpuMatmulParams p = CpuMatmulParams::knobs().defaults();
+      p.tile_rows = rows;
+      p.tile_vectors = vectors;
+      p.n_block = n_block * vectors * lanes;
+      p.m_block = m_block;
+      p.k_block = k_block;
+      p.k_unroll = 4;
+      p.specialize_tails = true;
+      p.pack_a = true;
+      EXPECT_EQ(p.validate(t, {32, false}), std::nullopt) << target;
+      return Schedule(p);
+    };
+    const std::vector<Schedule> forms = {form(4, 2, 2, 4, 16), form(3, 3, 2, 0, 0),
+                                         form(2, 2, 3, 6, 0)};
+    for (const Schedule& s : forms) {
+      for (const auto& [m, n, k] :
+           std::vector<std::array<int64_t, 3>>{{7, 53, 37}, {13, 70, 301}}) {
+        for (const char* type : {"float32", "int32"}) {
+          const DType dt = *dtype_from_name(type);
+          for (const bool trans_a : {false, true}) {
+            const Tensor a =
+                testing::random_tensor(dt, trans_a ? Shape{k, m} : Shape{m, k}, rng, -100, 100);
+            const Tensor b = testing::random_tensor(dt, {k, n}, rng, -100, 100);
+            GemmArgs args;
+            args.a = &a;
+            args.b = &b;
+            args.trans_a = trans_a;
+            for (FloatContract c : {FloatContract::kStrict, FloatContract::kFma}) {
+              if (dt == DType::kInt32 && c == FloatContract::kFma) continue;
+              if (c == FloatContract::kFma && !t.fma) continue;
+              args.contract = c;
+              for (const bool prepacked : {false, true}) {
+                HalideVariant v;
+                v.schedule = s;
+                v.target = target;
+                v.prepacked_b = prepacked;
+                EXPECT_TRUE(testing::bit_equal(
+                    gemm(args), gemm_halide(args, v),
+                    std::string(target) + " " + type + " transA=" + (trans_a ? "1" : "0") +
+                        (prepacked ? " B prepacked " : " ") + nlohmann::json(s).dump()));
+                ++ran;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::cout << "[schedule] " << ran << " products with A packed bit-exact through the JIT\n";
+  if (ran == 0) GTEST_SKIP() << "this CPU runs none of the x86 targets";
 }
 
 }  // namespace
