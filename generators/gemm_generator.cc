@@ -61,8 +61,8 @@ class GemmGenerator : public Generator<GemmGenerator> {
                    : trans_b   ? B.dim(1).extent()
                                : B.dim(0).extent();
 
-    Func a_raw = clamped_matrix(A, k, m, trans_a, "a_raw");
-    Func b_raw = clamped_matrix(B, n, k, trans_b, "b_raw");
+    Func a_raw = clamped_matrix(A, k, m, trans_a, "a_raw", KAxis::kColumns);
+    Func b_raw = clamped_matrix(B, n, k, trans_b, "b_raw", KAxis::kRows);
     Var x("x"), y("y");
     Func a("a"), b("b");
     // Widened to the accumulation type exactly (float16 through the exact codec).

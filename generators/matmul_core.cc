@@ -100,14 +100,20 @@ void build_dot8_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& 
 }
 
 Func clamped_matrix(const Func& input, const Expr& width, const Expr& height, bool transpose,
-                    const std::string& name) {
+                    const std::string& name, KAxis k_axis) {
   Var x("x"), y("y");
   Func f(name);
+  // The sum reads K in range, so K's clamp is likely a no-op: Halide's loop partitioning then
+  // gives the loops over K a steady state without it (otherwise each unrolled K step clamps its
+  // index, and in a parallel task's closure those clamps take the registers the tile needs). It
+  // stays, for the reads the grouped form pads past K (select evaluates both sides).
+  const Expr cx = k_axis == KAxis::kColumns ? likely(x) : Expr(x);
+  const Expr cy = k_axis == KAxis::kRows ? likely(y) : Expr(y);
   // (x, y) = (column, row) of the logical matrix; a transposed input stores it as (row, column).
   if (transpose) {
-    f(x, y) = input(clamp(y, 0, height - 1), clamp(x, 0, width - 1));
+    f(x, y) = input(clamp(cy, 0, height - 1), clamp(cx, 0, width - 1));
   } else {
-    f(x, y) = input(clamp(x, 0, width - 1), clamp(y, 0, height - 1));
+    f(x, y) = input(clamp(cx, 0, width - 1), clamp(cy, 0, height - 1));
   }
   return f;
 }

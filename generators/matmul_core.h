@@ -29,9 +29,14 @@ void build_matmul(schedules::MatmulPipeline& p, const Halide::Func& a, const Hal
 void build_dot8_matmul(schedules::MatmulPipeline& p, const Halide::Func& a, const Halide::Func& b,
                        const Halide::Expr& k_extent);
 
-// A 2-D input read as (column, row) with its edges clamped, optionally transposed.
+// Which axis of a logical matrix (column, row) runs along K: A's columns, B's rows.
+enum class KAxis { kColumns, kRows };
+
+// A 2-D input read as (column, row) with its edges clamped, optionally transposed; the K axis's
+// clamp marked likely not to bind.
 Halide::Func clamped_matrix(const Halide::Func& input, const Halide::Expr& width,
-                            const Halide::Expr& height, bool transpose, const std::string& name);
+                            const Halide::Expr& height, bool transpose, const std::string& name,
+                            KAxis k_axis);
 // The same, clamped in rows only: for a consumer that reads columns in range by construction (a
 // reduction over K), so that its columns load as dense vectors.
 Halide::Func clamped_rows(const Halide::Func& input, const Halide::Expr& height,

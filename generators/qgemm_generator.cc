@@ -51,9 +51,9 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
       panels(x, y) = B(x, y);
       p_.prepacked = panels;
     }
-    const QuantCore q =
-        build_quant_matmul(p_, clamped_matrix(A, k, m, false, "a_c"), clamped_rows(A, m, "a_rows"),
-                           clamped_matrix(B, n, k, false, "b_c"), k, sums);
+    const QuantCore q = build_quant_matmul(
+        p_, clamped_matrix(A, k, m, false, "a_c", KAxis::kColumns), clamped_rows(A, m, "a_rows"),
+        clamped_matrix(B, n, k, false, "b_c", KAxis::kRows), k, sums);
     const Var j = p_.j, i = p_.i;
     // acc = C + sum, wrapping: add in uint32.
     const Expr acc = reinterpret(

@@ -56,7 +56,8 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
     // b in panels no longer tells N: y does.
     const Expr k = a.dim(0).extent(), m = a.dim(1).extent(),
                n = b_in_panels ? y.dim(0).extent() : b.dim(0).extent();
-    Func a_c = clamped_matrix(a, k, m, false, "a_c"), b_c = clamped_matrix(b, n, k, false, "b_c");
+    Func a_c = clamped_matrix(a, k, m, false, "a_c", KAxis::kColumns),
+         b_c = clamped_matrix(b, n, k, false, "b_c", KAxis::kRows);
     const Var j = p_.j, i = p_.i;
     const Type st = scale_type;
     // M = fl(fl(a_scale * b_scale) / y_scale) in the scale type (exact in float32 before rounding).

@@ -135,7 +135,7 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     Func a("a");
     const Expr stored = xq_(clamp(c, 0, k - 1), clamp(rr, 0, m - 1));
     a(c, rr) = flip ? cast(Int(8), cast(Int(16), stored) - 128) : stored;
-    Func b = clamped_matrix(weight, n, k, transpose_weight, "w_clamped");
+    Func b = clamped_matrix(weight, n, k, transpose_weight, "w_clamped", KAxis::kRows);
     RDom rs(0, k, "rs");
     colsum_(c) = cast(UInt(32), 0);  // mod 2^32 by definition
     colsum_(c) += cast(UInt(32), cast(Int(32), b(c, rs)));
