@@ -561,6 +561,7 @@ TEST_F(Autotune, APrepackedIdentityIsTunedAsThePrepackedKernel) {
                                  {"m_block", 0},
                                  {"specialize_tails", false},
                                  {"k_block", 0},
+                                 {"pack_a", false},
                                  {"vector_width", 0}};
   {
     Database w = Database::open(db, true);
