@@ -79,7 +79,9 @@ void build_dot8_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& 
   const int panel = p.layout.panel;
   const int g = p.layout.k_group;
   Var kk("kk"), kg("kg"), y("y"), kb("kb");
-  p.packed_a(kk, kg, y) = select(kg * g + kk < k_extent, a(kg * g + kk, y), cast(a.type(), 0));
+  const Type a_type = p.layout.widen_a ? Int(16) : a.type();
+  p.packed_a(kk, kg, y) =
+      select(kg * g + kk < k_extent, cast(a_type, a(kg * g + kk, y)), cast(a_type, 0));
   // K in nb blocks of bg groups (bg * g <= 2^15 products). The sizes are computed in uint32: in
   // int32 the simplifier may rewrite n + (n + c) / d into a form that overflows for large K.
   // (runtime/host/packed_b.cc packed_groups mirrors this for a prepacked B.)

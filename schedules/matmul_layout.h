@@ -33,6 +33,11 @@ struct MatmulLayout {
   // and the products map to a same-sign dot-product instruction (sdot / udot on AArch64, which has
   // no mixed-sign one in Halide 21). Grouped K only.
   bool flip_a_sign = false;
+  // Grouped exact 8-bit sums whose pair-sum instruction multiplies 16-bit lanes (x86 without VNNI:
+  // pmaddwd): A's K groups packed widened to int16 (zero- or sign-extended, the same values), so
+  // that the inner loop broadcasts a pair as one 32-bit load instead of widening it again for
+  // every column tile and K pair.
+  bool widen_a = false;
 
   // Whether the algorithm reads B from packed panels (grouped K always packs); a prepacked B
   // (runtime/host/packed_b.h) holds them, otherwise B itself.

@@ -60,6 +60,7 @@ MatmulLayout CpuMatmulParams::layout(const TargetInfo& t, Accumulator acc) const
   l.panel = tile_columns(t, acc.bits);
   l.pack_b = pack_b;
   l.k_group = acc.exact ? k_group : 1;
+  l.widen_a = t.family == "x86" && acc.exact && acc.operand_bits == 8 && l.k_group == 2;
   return l;
 }
 

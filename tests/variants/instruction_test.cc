@@ -44,6 +44,7 @@ TEST(Instructions, ExactInt8SumsUseDotProductsAndNeverSaturate) {
   const std::vector<Case> cases = {
       {"x86-64-linux-avx2-fma-f16c", "1", "vpmaddwd"},
       {"x86-64-linux-avx2-fma-f16c", "4", "vpmaddwd"},
+      {"x86-64-linux-avx2-fma-f16c", "2", "vpmaddwd"},
       {"x86-64-linux-avx512_skylake", "2", "vpmaddwd"},
       {"x86-64-linux-avx512_sapphirerapids", "4", "vpdpbusd"},
       {"x86-64-linux-avx512_zen4-avx2-fma-f16c", "4", "vpdpbusd"},

@@ -264,6 +264,13 @@ TEST(Seam, X86KGroupFollowsTheTargetsDotProduct) {
     EXPECT_EQ(s8.validate(t, u8s8), std::nullopt) << target;
     EXPECT_EQ(s8.register_tiled()->k_group, group) << target;
     EXPECT_EQ(s8.layout(t, u8s8).k_group, group) << target;
+    // Pairs (pmaddwd) multiply 16-bit lanes: A's groups are packed widened once; a group of four
+    // (vpdpbusd) reads A's bytes as they are.
+    EXPECT_EQ(s8.layout(t, u8s8).widen_a, group == 2) << target;
+    CpuMatmulParams sequential = *s8.get_if<CpuMatmulParams>();
+    sequential.k_group = 1;
+    EXPECT_FALSE(sequential.layout(t, u8s8).widen_a) << target;
+    EXPECT_FALSE(schedules::default_schedule(t, s32).layout(t, s32).widen_a) << target;
     EXPECT_EQ(schedules::default_schedule(t, s32).register_tiled()->k_group, 1) << target;
     EXPECT_EQ(schedules::default_schedule(t, f32).register_tiled()->k_group, 1) << target;
     int packed = 0;
@@ -277,6 +284,12 @@ TEST(Seam, X86KGroupFollowsTheTargetsDotProduct) {
     EXPECT_GT(packed, 0) << target;
   }
   EXPECT_EQ(schedules::target_info("arm-64-linux-arm_dot_prod").dot8_group, 4);
+  // AArch64's pair form (k_group 2, searched) is not pmaddwd: A stays 8-bit there.
+  const TargetInfo arm = schedules::target_info("arm-64-linux-arm_dot_prod");
+  schedules::ArmMatmulParams pairs =
+      *schedules::default_schedule(arm, u8s8).get_if<schedules::ArmMatmulParams>();
+  pairs.k_group = 2;
+  EXPECT_FALSE(pairs.layout(arm, u8s8).widen_a);
   EXPECT_EQ(schedules::target_info("arm-64-linux").dot8_group, 1);
   EXPECT_EQ(schedules::target_info("hexagon-32-noos-hvx-hvx_128-hvx_v66").dot8_group, 4);
   EXPECT_EQ(schedules::target_info("x86-64-linux-cuda-cuda_capability_80").dot8_group, 1);
