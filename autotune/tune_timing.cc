@@ -1,6 +1,7 @@
 // The timing protocol: rotated inputs, warm-up, samples until stable, the timer's lock.
 #include "autotune/tune_timing.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <random>
+#include <string>
+#include <thread>
 
 namespace mmtune::tune {
 namespace {
@@ -32,6 +35,29 @@ bool stable(const std::vector<double>& s, const MeasureOptions& o) {
   if (static_cast<int>(s.size()) < o.min_samples) return false;
   const double med = median_of(s);
   return med > 0 && (quantile(s, 0.75) - quantile(s, 0.25)) / med < o.spread;
+}
+
+// Whether a thread of this process other than the caller is running or runnable.
+bool other_thread_running() {
+  const std::string self = std::to_string(gettid());
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return false;
+  bool running = false;
+  while (const dirent* e = readdir(dir)) {
+    const std::string tid = e->d_name;
+    if (tid == "." || tid == ".." || tid == self) continue;
+    std::ifstream in("/proc/self/task/" + tid + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;  // the thread has exited
+    // "tid (comm) S ...": the state follows the last ')' (comm may hold anything).
+    const std::size_t close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'R') {
+      running = true;
+      break;
+    }
+  }
+  closedir(dir);
+  return running;
 }
 
 }  // namespace
@@ -71,6 +97,15 @@ std::vector<OpCall> timing_calls(const KernelIdentity& id, int64_t m, int64_t n,
   return copies;
 }
 
+bool wait_for_other_threads_to_idle(double max_seconds) {
+  const auto t0 = Clock::now();
+  while (other_thread_running()) {
+    if (seconds_since(t0) >= max_seconds) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
 std::vector<std::vector<double>> time_interleaved(
     std::size_t count, std::size_t copies,
     const std::function<void(std::size_t, std::size_t)>& call, const MeasureOptions& o,
@@ -78,8 +113,13 @@ std::vector<std::vector<double>> time_interleaved(
   std::vector<std::vector<double>> samples(count);
   std::vector<std::size_t> next(count, 0);
   copies = std::max<std::size_t>(copies, 1);
+  bool quiet = true;  // false once a wait has run out: something else keeps running
+  auto settle = [&] {
+    if (quiet) quiet = wait_for_other_threads_to_idle(0.5);
+  };
   // Warm-up: each implementation for a few calls and at least 20 ms.
   for (std::size_t i = 0; i < count; ++i) {
+    settle();
     if (around) around(i, true);
     const auto t0 = Clock::now();
     for (int c = 0; c < 3 || seconds_since(t0) < 0.02; ++c) call(i, next[i]++ % copies);
@@ -92,6 +132,7 @@ std::vector<std::vector<double>> time_interleaved(
       auto& s = samples[i];
       if (stable(s, o) || static_cast<int>(s.size()) >= o.max_samples) continue;
       done = false;
+      settle();
       if (around) around(i, true);
       int calls = 0;
       const auto t0 = Clock::now();

@@ -42,10 +42,20 @@ OpCall timing_call(const KernelIdentity& id, int64_t m, int64_t n, int64_t k, ui
 // min_sample_s, until every median is stable (interquartile range under `spread` of it) or has
 // max_samples, or max_time_s per implementation has passed with 3 samples each. Returns the
 // samples (seconds per call) of each implementation.
+// Before the warm-up and each sample, the other threads of the process are let go idle first
+// (wait_for_other_threads_to_idle, 0.5 s at most; once a wait runs out, no more waits in this
+// call): otherwise one library's spinning workers share the cores with the next implementation's
+// sample, and at 2 threads on 2 cores that sample runs as if on one.
 // `around(i, true)` and `around(i, false)`, where given, run untimed before and after the warm-up
 // and each sample of implementation i: a thread pool whose workers spin-wait between calls wakes
 // them before (so a sample does not start with the scheduler's latency) and sends them to sleep
 // after (so they do not spin through the next implementation's sample).
+// Waits until no other thread of this process is running or runnable (state R in
+// /proc/self/task/*/stat), at most `max_seconds`: the libraries' thread pools spin-wait after a
+// call (OpenBLAS's workers for about 2^28 cycles, OpenMP's for GOMP_SPINCOUNT pauses), and a worker
+// that spins takes a core from whatever is timed next. Returns whether the process went quiet.
+bool wait_for_other_threads_to_idle(double max_seconds);
+
 std::vector<std::vector<double>> time_interleaved(
     std::size_t count, std::size_t copies,
     const std::function<void(std::size_t, std::size_t)>& call, const MeasureOptions& o,

@@ -1,0 +1,93 @@
+// The timing protocol's guard against other threads: a library's pool spin-waits after its call,
+// and a sample timed while a worker spins shares the cores with it. time_interleaved lets the
+// process go idle before each sample; these tests stand in a spinning thread for the pool.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "autotune/tune_timing.h"
+
+namespace mmtune::tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A thread that spins (always runnable) until stopped or `seconds` have passed.
+class Spinner {
+ public:
+  explicit Spinner(double seconds)
+      : thread_([this, seconds] {
+          const auto t0 = Clock::now();
+          started_.store(true);
+          while (!stop_.load() && seconds_since(t0) < seconds) {
+          }
+          done_.store(true);
+        }) {
+    while (!started_.load()) std::this_thread::yield();
+  }
+  ~Spinner() {
+    stop_.store(true);
+    thread_.join();
+  }
+  bool done() const { return done_.load(); }
+  void stop() { stop_.store(true); }
+
+ private:
+  std::atomic<bool> started_{false}, stop_{false}, done_{false};
+  std::thread thread_;
+};
+
+TEST(Timing, WaitsUntilASpinningThreadStops) {
+  Spinner s(0.1);
+  EXPECT_FALSE(s.done());
+  EXPECT_TRUE(wait_for_other_threads_to_idle(10.0));
+  EXPECT_TRUE(s.done());  // it went quiet only once the spinner had finished
+}
+
+TEST(Timing, GivesUpOnAThreadThatKeepsRunning) {
+  Spinner s(60.0);
+  const auto t0 = Clock::now();
+  EXPECT_FALSE(wait_for_other_threads_to_idle(0.05));
+  EXPECT_LT(seconds_since(t0), 30.0);  // returned at its bound, not when the spinner would stop
+  EXPECT_FALSE(s.done());
+  s.stop();
+}
+
+TEST(Timing, NoSampleStartsWhileAnotherImplementationsWorkerSpins) {
+  // Implementation 0 leaves a worker spinning for 20 ms after each of its calls (as OpenBLAS's
+  // and OpenMP's pools do); implementation 1 records whether one was still spinning when it ran.
+  std::vector<std::unique_ptr<Spinner>> workers;
+  int calls_of_1 = 0, while_spinning = 0;
+  MeasureOptions o;
+  o.min_samples = 3;
+  o.max_samples = 3;
+  o.min_sample_s = 0;
+  const auto samples = time_interleaved(
+      2, 1,
+      [&](std::size_t i, std::size_t) {
+        if (i == 0) {
+          if (workers.empty() || workers.back()->done())
+            workers.push_back(std::make_unique<Spinner>(0.02));
+          return;
+        }
+        ++calls_of_1;
+        for (const auto& w : workers) while_spinning += w->done() ? 0 : 1;
+      },
+      o);
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[1].size(), 3u);
+  EXPECT_GT(calls_of_1, 0);
+  EXPECT_GT(workers.size(), 0u);
+  EXPECT_EQ(while_spinning, 0);
+}
+
+}  // namespace
+}  // namespace mmtune::tune
