@@ -36,6 +36,12 @@ std::vector<OpCall> timing_calls(const KernelIdentity& id, int64_t m, int64_t n,
 // (autotune/tune_remote.h), where the host's cache is not the target's.
 OpCall timing_call(const KernelIdentity& id, int64_t m, int64_t n, int64_t k, uint64_t seed);
 
+// Waits until no other thread of this process is running or runnable (state R in
+// /proc/self/task/*/stat), at most `max_seconds`: the libraries' thread pools spin-wait after a
+// call (OpenBLAS's workers for about 2^28 cycles, OpenMP's for GOMP_SPINCOUNT pauses), and a worker
+// that spins takes a core from whatever is timed next. Returns whether the process went quiet.
+bool wait_for_other_threads_to_idle(double max_seconds);
+
 // Times `count` implementations interleaved (one sample of each in turn, so that drift hits all
 // alike): `call(i, c)` runs implementation i once on input copy c (of `copies`, taken in rotation).
 // A warm-up of at least 3 calls and 20 ms each, then samples of repeated calls lasting at least
@@ -50,12 +56,6 @@ OpCall timing_call(const KernelIdentity& id, int64_t m, int64_t n, int64_t k, ui
 // and each sample of implementation i: a thread pool whose workers spin-wait between calls wakes
 // them before (so a sample does not start with the scheduler's latency) and sends them to sleep
 // after (so they do not spin through the next implementation's sample).
-// Waits until no other thread of this process is running or runnable (state R in
-// /proc/self/task/*/stat), at most `max_seconds`: the libraries' thread pools spin-wait after a
-// call (OpenBLAS's workers for about 2^28 cycles, OpenMP's for GOMP_SPINCOUNT pauses), and a worker
-// that spins takes a core from whatever is timed next. Returns whether the process went quiet.
-bool wait_for_other_threads_to_idle(double max_seconds);
-
 std::vector<std::vector<double>> time_interleaved(
     std::size_t count, std::size_t copies,
     const std::function<void(std::size_t, std::size_t)>& call, const MeasureOptions& o,
