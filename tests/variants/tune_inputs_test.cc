@@ -220,8 +220,9 @@ TEST(TuneInputs, EveryIdentityHasACanonicalSpec) {
                                                "QuantMatmulDequant:smooth=true",
                                                "QuantMatmulDequant:fused_scale=true"};
   for (const KernelIdentity& id : shipped) {
-    if (id.op == "QuantMatmulDequant")
+    if (id.op == "QuantMatmulDequant") {
       EXPECT_EQ(shipped_modes.count(tune::identity_spec(id)), 1u) << tune::identity_spec(id);
+    }
   }
   // Identities no call has.
   KernelIdentity id = tune::parse_identity_spec("Gemm:int32");
