@@ -284,7 +284,8 @@ TEST(Seam, X86KGroupFollowsTheTargetsDotProduct) {
     EXPECT_GT(packed, 0) << target;
   }
   EXPECT_EQ(schedules::target_info("arm-64-linux-arm_dot_prod").dot8_group, 4);
-  // AArch64's pair form (k_group 2, searched) is not pmaddwd: A stays 8-bit there.
+  // Widening is x86's pmaddwd alone: AArch64's knob never takes pairs (1 or 4), and a pair form
+  // set there by hand still keeps A 8-bit.
   const TargetInfo arm = schedules::target_info("arm-64-linux-arm_dot_prod");
   schedules::ArmMatmulParams pairs =
       *schedules::default_schedule(arm, u8s8).get_if<schedules::ArmMatmulParams>();
