@@ -38,11 +38,7 @@ std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, Accumu
     why << "n_block=" << n_block << " is not a multiple of the tile width "
         << tile_columns(t, acc.bits);
   } else {
-    // Accumulators + one register per loaded B vector + one broadcast of A must fit the register
-    // file, or the tile spills and the kernel is slow (it stays correct).
-    const int regs_per_vector =
-        std::max(1, lanes(t, acc.bits) * acc.bits / std::max(1, t.vector_bits));
-    const int needed = (tile_rows * tile_vectors + tile_vectors + 1) * regs_per_vector;
+    const int needed = vector_registers_needed(t, acc);
     if (needed > t.vector_registers) {
       why << "a " << tile_rows << "x" << tile_vectors << " tile of " << lanes(t, acc.bits)
           << "-lane " << acc.bits << "-bit vectors needs " << needed << " vector registers; "
@@ -52,6 +48,14 @@ std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, Accumu
   const std::string s = why.str();
   if (s.empty()) return std::nullopt;
   return s;
+}
+
+int CpuMatmulParams::vector_registers_needed(const TargetInfo& t, Accumulator acc) const {
+  // Accumulators + one register per loaded B vector + one broadcast of A must fit the register
+  // file, or the tile spills and the kernel is slow (it stays correct).
+  const int regs_per_vector =
+      std::max(1, lanes(t, acc.bits) * acc.bits / std::max(1, t.vector_bits));
+  return (tile_rows * tile_vectors + tile_vectors + 1) * regs_per_vector;
 }
 
 MatmulLayout CpuMatmulParams::layout(const TargetInfo& t, Accumulator acc) const {
@@ -116,6 +120,18 @@ std::vector<CpuMatmulParams> CpuMatmulParams::gemv_forms(const TargetInfo& t, Ac
 }
 
 void CpuMatmulParams::fit_draw(const TargetInfo& t, Accumulator acc) {
+  // Vectors of two registers: LLVM splits each into its two halves and keeps a row's halves next to
+  // each other, so a broadcast of A is used by both at once. With one vector per register the
+  // scheduler groups the FMAs by B vector instead, and a 6x16 float32 AVX2 tile keeps six
+  // broadcasts live across the two groups: 34 spills and reloads per 48 FMAs, none with 16 lanes.
+  const int natural = std::max(1, t.vector_bits / acc.bits);
+  if (vector_width != 2 * natural) vector_width = 0;
+  // A vector of two registers covers two natural ones: where the drawn (or mutated) tile does not
+  // fit the registers in them, an even tile_vectors halves and the tile keeps its columns (4x16 and
+  // 4x16w16 are one mutation apart). A tile that fits is left as it is, so a valid draw is fitted
+  // to itself.
+  if (vector_width && tile_vectors % 2 == 0 && vector_registers_needed(t, acc) > t.vector_registers)
+    tile_vectors /= 2;
   // A strip holds whole tiles, a row block whole tile rows: round the drawn blocks up.
   if (n_block) {
     const int w = tile_columns(t, acc.bits);

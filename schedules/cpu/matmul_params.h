@@ -26,8 +26,9 @@
     "rows of the register tile")                                                                   \
   X(tile_vectors, int, 4, 1, 8, (1, 2, 3, 4), "x", kLanes, -1, false,                              \
     "vectors per tile row (tile columns = tile_vectors x lanes)")                                  \
-  X(vector_width, int, 0, 0, 64, (0), "", kNone, 0, false,                                         \
-    "lanes of the accumulator type (0 = the target's natural width; else a power of two)")         \
+  X(vector_width, int, 0, 0, 64, (0, 0, 0, 8, 16, 32), "w", kValue, 0, false,                      \
+    "lanes of the accumulator type (0 = the target's natural width; else a power of two); the "    \
+    "search draws the natural width or twice it (a vector of two registers)")                      \
   X(k_unroll, int, 4, 1, 16, (1, 2, 4, 8), "k", kValue, -1, false,                                 \
     "K loop unrolled by this factor")                                                              \
   X(n_block, int, 256, 0, 65536, (0, 64, 128, 256, 512, 1024), "n", kValue, 0, false,              \
@@ -75,6 +76,9 @@ struct CpuMatmulParams {
   // Why these parameters cannot run on `t` (a target of a family the template fits) for `acc`, or
   // nullopt: ranges, knob combinations, and the register budget (a tile that spills).
   std::optional<std::string> validate(const TargetInfo& t, Accumulator acc) const;
+  // Vector registers the tile's inner loop keeps live: accumulators, the loaded B vectors and a
+  // broadcast of A, each as many registers as one vector of its lanes spans.
+  int vector_registers_needed(const TargetInfo& t, Accumulator acc) const;
   MatmulLayout layout(const TargetInfo& t, Accumulator acc) const;
 
   // The template's defaults for a target: the table's where they fit its registers, else a 4x2 tile
@@ -89,7 +93,10 @@ struct CpuMatmulParams {
   // buckets with them (schedules/schedule.h, shape_seeds).
   static std::vector<CpuMatmulParams> gemv_forms(const TargetInfo& t, Accumulator acc);
   // A draw from the knobs' searched values made consistent where that is only rounding (blocks
-  // rounded up to whole tiles).
+  // rounded up to whole tiles), and its vector width one of the two the search tries: the natural
+  // width (0) or a vector of two registers (twice it, an even tile_vectors halved to keep the
+  // tile's columns where the tile would not fit the registers; any other drawn width falls back to
+  // 0).
   void fit_draw(const TargetInfo& t, Accumulator acc);
 };
 

@@ -79,6 +79,12 @@ TEST(KnobTable, DrawsCoverEverySearchedValue) {
         EXPECT_EQ(seen[k.name], std::set<int>{k.default_value}) << k.name;
         continue;
       }
+      if (std::string(k.name) == "vector_width") {
+        // fit_draw keeps the natural width (0) or a vector of two registers (16 float32 lanes on
+        // AVX2) and nothing else.
+        EXPECT_EQ(seen[k.name], (std::set<int>{0, 16})) << "exact=" << exact;
+        continue;
+      }
       for (int v : k.search) {
         // Block sizes are rounded up to whole tiles, so a drawn block may appear as a multiple.
         const bool rounded = std::string(k.name) == "n_block" || std::string(k.name) == "m_block";
@@ -88,6 +94,43 @@ TEST(KnobTable, DrawsCoverEverySearchedValue) {
       }
     }
   }
+}
+
+// The search's vector widths: the natural one or two registers' worth; a drawn tile that would not
+// fit the registers in double-width vectors keeps its columns with half as many vectors.
+TEST(KnobTable, FitDrawKeepsTwoRegisterVectorsAndTheTilesColumns) {
+  const TargetInfo avx512 = schedules::target_info("x86-64-linux-avx512_zen4-avx2-fma-f16c");
+  const schedules::Accumulator f32{32, false};
+  auto fitted = [&](const TargetInfo& t, int rows, int vectors, int width) {
+    CpuMatmulParams p = CpuMatmulParams::defaults(t, f32);
+    p.tile_rows = rows;
+    p.tile_vectors = vectors;
+    p.vector_width = width;
+    p.n_block = 0;
+    p.fit_draw(t, f32);
+    return std::to_string(p.tile_rows) + "x" + std::to_string(p.tile_vectors) + "w" +
+           std::to_string(p.vector_width) + (p.validate(t, f32) ? " invalid" : "");
+  };
+  EXPECT_EQ(fitted(kAvx2, 6, 2, 16), "6x1w16");  // 6x16: 12 registers of accumulators either way
+  EXPECT_EQ(fitted(kAvx2, 4, 2, 16), "4x1w16");
+  EXPECT_EQ(fitted(kAvx2, 2, 2, 16), "2x2w16");          // 2x32w16 fits as drawn: left as it is
+  EXPECT_EQ(fitted(kAvx2, 4, 4, 16), "4x2w16 invalid");  // halved once only
+  EXPECT_EQ(fitted(kAvx2, 4, 3, 16), "4x3w16 invalid");  // odd: nothing to halve
+  EXPECT_EQ(fitted(kAvx2, 4, 2, 8), "4x2w0");            // the natural width is 0
+  EXPECT_EQ(fitted(kAvx2, 4, 2, 32), "4x2w0");           // four registers: not searched
+  EXPECT_EQ(fitted(avx512, 4, 2, 16), "4x2w0");
+  EXPECT_EQ(fitted(avx512, 6, 4, 32), "6x2w32");
+  // Fitting a fitted draw changes nothing.
+  CpuMatmulParams p = CpuMatmulParams::defaults(kAvx2, f32);
+  p.tile_rows = 6;
+  p.tile_vectors = 2;
+  p.vector_width = 16;
+  p.n_block = 256;
+  p.fit_draw(kAvx2, f32);
+  CpuMatmulParams again = p;
+  again.fit_draw(kAvx2, f32);
+  EXPECT_TRUE(CpuMatmulParams::knobs().equal(p, again));
+  EXPECT_EQ(Schedule(p).tag(kAvx2, f32), "6x16w16k4n256pt");
 }
 
 TEST(KnobTable, RefusesUnknownKnobsTypesAndTemplates) {
