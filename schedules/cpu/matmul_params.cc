@@ -13,8 +13,15 @@ const KnobTable<CpuMatmulParams>& CpuMatmulParams::knobs() {
   return table;
 }
 
+namespace {
+// Lanes of one vector register of `t` for an accumulator of `acc_bits`.
+int natural_lanes(const TargetInfo& t, int acc_bits) {
+  return std::max(1, t.vector_bits / acc_bits);
+}
+}  // namespace
+
 int CpuMatmulParams::lanes(const TargetInfo& t, int acc_bits) const {
-  return vector_width > 0 ? vector_width : std::max(1, t.vector_bits / acc_bits);
+  return vector_width > 0 ? vector_width : natural_lanes(t, acc_bits);
 }
 
 std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, Accumulator acc) const {
@@ -124,8 +131,7 @@ void CpuMatmulParams::fit_draw(const TargetInfo& t, Accumulator acc) {
   // each other, so a broadcast of A is used by both at once. With one vector per register the
   // scheduler groups the FMAs by B vector instead, and a 6x16 float32 AVX2 tile keeps six
   // broadcasts live across the two groups: 34 spills and reloads per 48 FMAs, none with 16 lanes.
-  const int natural = std::max(1, t.vector_bits / acc.bits);
-  if (vector_width != 2 * natural) vector_width = 0;
+  if (vector_width != 2 * natural_lanes(t, acc.bits)) vector_width = 0;
   // A vector of two registers covers two natural ones: where the drawn (or mutated) tile does not
   // fit the registers in them, an even tile_vectors halves and the tile keeps its columns (4x16 and
   // 4x16w16 are one mutation apart). A tile that fits is left as it is, so a valid draw is fitted

@@ -80,7 +80,7 @@ TEST(KnobTable, DrawsCoverEverySearchedValue) {
         continue;
       }
       if (std::string(k.name) == "vector_width") {
-        // fit_draw keeps the natural width (0) or a vector of two registers (16 float32 lanes on
+        // fit_draw keeps the natural width (0) or a vector of two registers (16 32-bit lanes on
         // AVX2) and nothing else.
         EXPECT_EQ(seen[k.name], (std::set<int>{0, 16})) << "exact=" << exact;
         continue;
