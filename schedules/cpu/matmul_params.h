@@ -46,7 +46,7 @@
     "across them); 0 = none")                                                                      \
   X(specialize_tails, bool, false, 0, 1, (0, 1), "s", kFlag, 0, false,                             \
     "a branch without tail guards for shapes of whole tiles (and strips and blocks)")              \
-  X(k_block, int, 0, 0, 65536, (0, 0, 0, 4, 16, 64, 256), "b", kValue, 0, false,                   \
+  X(k_block, int, 0, 0, 65536, (0, 0, 0, 2, 4, 16, 64, 256), "b", kValue, 0, false,                \
     "K per cache block, its accumulators in memory, K order kept (needs n_block, "                 \
     "m_block, k_group 1; small blocks of few rows stream B once, a GEMV); 0 = none")            \
   X(pack_a, bool, false, 0, 1, (0, 1), "a", kFlag, 0, false,                                      \
@@ -89,8 +89,9 @@ struct CpuMatmulParams {
   // block per tile row and K in blocks of 4, so that each block of B streams through once, in wide
   // strips (parallel or not); and the packed form, one row over panels of B in K groups (the
   // target's own group first, natural_k_group, then the largest that validates), K whole, for a B
-  // prepacked once. Only the variants that validate on `t` for `acc`. The search seeds its small-M
-  // buckets with them (schedules/schedule.h, shape_seeds).
+  // prepacked once; and one row over strips of four such panels in K blocks of 2, which reads B
+  // from four streams at once (K groups of 1). Only the variants that validate on `t` for `acc`.
+  // The search seeds its small-M buckets with them (schedules/schedule.h, shape_seeds).
   static std::vector<CpuMatmulParams> gemv_forms(const TargetInfo& t, Accumulator acc);
   // A draw from the knobs' searched values made consistent where that is only rounding (blocks
   // rounded up to whole tiles), and its vector width one of the two the search tries: the natural

@@ -692,8 +692,9 @@ namespace mmtune {
 namespace {
 
 // The GEMV forms the search seeds small-M buckets with: valid where offered, K in blocks with one
-// tile row per block (B streamed once) or one tile row over packed panels in the largest K group
-// the sum allows (the prepacked form), only at M <= 4, and bit-exact through the JIT on ragged
+// tile row per block (B streamed once), one tile row over packed panels in the largest K group
+// the sum allows (the prepacked form) or over four packed panels at once in K blocks of 2 (B read
+// from four streams), only at M <= 4, and bit-exact through the JIT on ragged
 // small-M products (float32 under both contracts, int32), on every x86 target this CPU runs.
 TEST(ShapeSeeds, GemvFormsAtSmallMAreValidAndBitExact) {
   std::mt19937_64 rng(testing::variant_seed());
@@ -704,14 +705,20 @@ TEST(ShapeSeeds, GemvFormsAtSmallMAreValidAndBitExact) {
       const std::vector<Schedule> seeds = schedules::shape_seeds(t, acc, 1);
       ASSERT_FALSE(seeds.empty()) << target;
       EXPECT_TRUE(schedules::shape_seeds(t, acc, 5).empty());
-      int blocked = 0, packed = 0;
+      int blocked = 0, packed = 0, interleaved = 0;
       for (const Schedule& s : seeds) {
         EXPECT_EQ(s.validate(t, acc), std::nullopt);
         const auto& p = std::get<CpuMatmulParams>(s.params());
-        if (p.pack_b) {
+        if (p.pack_b && p.k_block > 0) {
+          // K in small blocks across a strip of four panels: B read from four streams at once.
+          ++interleaved;
+          EXPECT_EQ(p.tile_rows, 1);
+          EXPECT_EQ(p.m_block, 1);
+          EXPECT_EQ(p.k_group, 1);
+          EXPECT_EQ(p.n_block, 4 * p.tile_columns(t, acc.bits));
+        } else if (p.pack_b) {
           ++packed;
           EXPECT_EQ(p.tile_rows, 1);
-          EXPECT_EQ(p.k_block, 0);
           // The largest group that validates: 4 for exact sums of operands of no stated width
           // (8-bit ones take the target's group first: X86KGroupFollowsTheTargetsDotProduct).
           EXPECT_EQ(p.k_group, acc.exact ? 4 : 1);
@@ -723,6 +730,7 @@ TEST(ShapeSeeds, GemvFormsAtSmallMAreValidAndBitExact) {
       }
       EXPECT_GT(blocked, 0) << target;
       EXPECT_GT(packed, 0) << target;
+      EXPECT_GT(interleaved, 0) << target;
     }
     if (cpu_cannot_run(target)) continue;
     for (const Schedule& s : schedules::shape_seeds(t, {32, false}, 1)) {
