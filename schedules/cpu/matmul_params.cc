@@ -125,8 +125,8 @@ std::vector<CpuMatmulParams> CpuMatmulParams::gemv_forms(const TargetInfo& t, Ac
   }
   // Packed, K in blocks of 2 across a strip of 4 panels: the strip's accumulators in memory, each
   // K block reads two rows of every panel, so B streams from four places at once. One sequential
-  // stream is what one core's prefetchers sustain worst: reading 64 MiB of float32 panels on a
-  // Zen 3 at 1 thread, 4 interleaved streams ran about 1.9x one (docs/performance.md).
+  // stream is what one core's prefetchers sustain worst: reading 64 MiB at 1 thread on a Zen 3,
+  // four streams read in turns of 256 bytes ran about 1.9x one (docs/performance.md).
   const int panel = 4 * natural_lanes(t, acc.bits);
   for (bool parallel : {true, false}) add(1, 2, 4 * panel, true, 1, 2, parallel, {1});
   return forms;
