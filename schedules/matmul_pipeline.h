@@ -50,7 +50,8 @@ struct MatmulPipeline {
   // read everywhere (e.g. per-call scales): once per call.
   std::vector<Halide::Func> per_call;
   // f(i) = one integer sum over K of row i, wrapping (e.g. A's row sums, so the order is free):
-  // once per call, rows in parallel, each sum kept in vector lanes across K (rfactor).
+  // on CPUs where the rows' tiles are computed (per tile row, row block or task), each sum kept in
+  // vector lanes across K (rfactor); once per call on a GPU.
   std::vector<Halide::Func> row_sums;
   // f(k, i) or f(i), rows independent (e.g. per-row quantization of A): once per call, rows in
   // parallel.

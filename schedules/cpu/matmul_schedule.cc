@@ -197,26 +197,23 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
     }
   }
   for (Func f : p.per_call) f.compute_root();
-  // Row sums (wrapping integer sums, so any order gives the same bits): once per call. K is split
-  // into vectors of lanes partial sums, then the lanes added (rfactor), and rows run in parallel
-  // blocks of 16. (A serial scalar loop here, reading A through its clamp a byte at a time, took
-  // about a quarter of a 256^3 u8.s8 call on AVX-512 at 1 thread, and kept 2 threads from
-  // scaling.) The generators read A clamped in rows only (clamped_rows), so that the K chunks load
-  // as dense vectors.
+  // Row sums (wrapping integer sums, so any order gives the same bits): where A's rows are packed,
+  // per tile row (or row block, or task), so that each task sums its own rows while they are in
+  // cache and a call forks its threads once. (Once per call before, in a parallel loop of its
+  // own: a second fork and join per call, about a tenth of a 64^3 u8.s8 call at 2 threads; a
+  // strip's task now sums its rows again per strip, K adds per row against n_block x K products.)
+  // K is split into vectors of lanes partial sums, then the lanes added (rfactor). (A serial
+  // scalar loop here, reading A through its clamp a byte at a time, took about a quarter of a
+  // 256^3 u8.s8 call on AVX-512 at 1 thread.) The generators read A clamped in rows only
+  // (clamped_rows), so that the K chunks load as dense vectors.
   for (Func f : p.row_sums) {
-    f.compute_root();
+    f.compute_at(out, rows_level);
     const Var row = f.args()[0];
     const RVar r(f.function().update(0).schedule().rvars().at(0).var);
     RVar ro("rso"), ri("rsi");
-    Var lane("rs_lane"), rows_o("rs_yo"), rows_i("rs_yi");
+    Var lane("rs_lane");
     Func part = f.update().split(r, ro, ri, lanes, TailStrategy::GuardWithIf).rfactor(ri, lane);
-    Stage total = f.update();
-    total.split(row, rows_o, rows_i, 16, TailStrategy::GuardWithIf);
-    // In parallel only where there is more than one block of rows: a single task would still wake
-    // the thread pool (a decode call's M = 1).
-    if (params.parallel)
-      total.specialize(p.out.output_buffer().dim(1).extent() > 16).parallel(rows_o);
-    part.compute_at(f, rows_i).vectorize(lane);
+    part.compute_at(f, row).vectorize(lane);
     part.update().vectorize(lane);
   }
   // Per-row producers (e.g. a row's quantization): once per call, rows in parallel, vectorized
