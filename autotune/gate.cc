@@ -36,6 +36,7 @@ GateResult run_gated(const Tensor& expected, const std::function<Tensor(JitRun&)
   GateResult r;
   r.actual = call(run);
   r.kernel_calls = run.kernel_calls;
+  r.kernel_seconds = run.kernel_seconds;
   std::ostringstream why;
   for (std::size_t i = 0; i < kGuardBytes; ++i) {
     if (buffer[kGuardBytes - 1 - i] != guard_byte(kGuardBytes - 1 - i)) {

@@ -22,6 +22,7 @@ namespace mmtune {
 struct GateResult {
   Tensor actual;         // what the call returned
   int kernel_calls = 0;  // kernel invocations that wrote the output (0: the reference computed it)
+  double kernel_seconds = 0;  // the time inside them (JitRun::kernel_seconds)
   // Why the run is wrong before any value is compared: a guard byte changed (a write outside the
   // output), or the returned tensor differs from what the kernel left in the placed output.
   std::optional<std::string> violation;

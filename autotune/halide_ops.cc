@@ -2,6 +2,7 @@
 // process.
 #include "autotune/halide_ops.h"
 
+#include <chrono>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -23,6 +24,10 @@ namespace {
 // error-capturing context, or handed to the variant's executor (a runner on another target); a
 // failure throws InternalError naming the kernel. Counts its calls into the JitRun, and gives the
 // host side the JitRun's output storage.
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 class LazyKernel {
  public:
   LazyKernel(KernelKey key, const HalideVariant& v, JitRun* run)
@@ -38,13 +43,18 @@ class LazyKernel {
   template <class... Args>
   int operator()(Args... args) {
     if (executor_) {
+      const auto t0 = std::chrono::steady_clock::now();
       executor_->call(key_, {KernelArg::of(args)...});
+      run_->kernel_seconds += seconds_since(t0);
       ++run_->kernel_calls;
       return 0;
     }
     if (!kernel_) kernel_ = jit::compile(key_, target_);
     jit::ErrorContext ctx;
-    jit::check((*kernel_)(ctx.get(), args...), ctx, key_);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int rc = (*kernel_)(ctx.get(), args...);
+    run_->kernel_seconds += seconds_since(t0);
+    jit::check(rc, ctx, key_);
     ++run_->kernel_calls;
     return 0;
   }

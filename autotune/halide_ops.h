@@ -22,8 +22,11 @@ namespace mmtune {
 struct JitRun {
   uint8_t* output = nullptr;     // in: storage for Y's bytes (nullptr: Y's own); the result is
   std::size_t output_bytes = 0;  // copied back into the returned tensor
-  int kernel_calls = 0;  // out: kernel invocations; 0 when the reference computed Y (an empty
-                         // output, K = 0 where the host hands it to the reference)
+  int kernel_calls = 0;       // out: kernel invocations; 0 when the reference computed Y (an empty
+                              // output, K = 0 where the host hands it to the reference)
+  double kernel_seconds = 0;  // out: wall time inside those invocations (the JIT's compiled code
+                              // alone, without the host side around it; for a kernel run by an
+                              // executor, the executor's whole call)
 };
 
 // B's panels (and, for the integer operators, its column sums) packed for a layout, kept for the

@@ -110,6 +110,19 @@ std::vector<std::vector<double>> time_interleaved(
     std::size_t count, std::size_t copies,
     const std::function<void(std::size_t, std::size_t)>& call, const MeasureOptions& o,
     const std::function<void(std::size_t, bool)>& around) {
+  return time_interleaved_reported(
+      count, copies,
+      [&](std::size_t i, std::size_t c) {
+        call(i, c);
+        return -1.0;
+      },
+      o, around);
+}
+
+std::vector<std::vector<double>> time_interleaved_reported(
+    std::size_t count, std::size_t copies,
+    const std::function<double(std::size_t, std::size_t)>& call, const MeasureOptions& o,
+    const std::function<void(std::size_t, bool)>& around) {
   std::vector<std::vector<double>> samples(count);
   std::vector<std::size_t> next(count, 0);
   copies = std::max<std::size_t>(copies, 1);
@@ -135,12 +148,16 @@ std::vector<std::vector<double>> time_interleaved(
       settle();
       if (around) around(i, true);
       int calls = 0;
+      double reported = 0;
+      bool all_reported = true;
       const auto t0 = Clock::now();
       do {
-        call(i, next[i]++ % copies);
+        const double r = call(i, next[i]++ % copies);
+        all_reported &= r >= 0;
+        reported += r;
         ++calls;
       } while (seconds_since(t0) < o.min_sample_s);
-      s.push_back(seconds_since(t0) / calls);
+      s.push_back((all_reported ? reported : seconds_since(t0)) / calls);
       if (around) around(i, false);
     }
     if (done) break;

@@ -61,6 +61,15 @@ std::vector<std::vector<double>> time_interleaved(
     const std::function<void(std::size_t, std::size_t)>& call, const MeasureOptions& o,
     const std::function<void(std::size_t, bool)>& around = {});
 
+// The same protocol, where each call reports the seconds that count (>= 0: e.g. the compiled
+// kernel's time inside a call whose host side is the JIT's own, not what users run) and a
+// sample is their mean; a call that reports < 0 makes its sample wall time, as above. Samples
+// still last at least min_sample_s of wall time.
+std::vector<std::vector<double>> time_interleaved_reported(
+    std::size_t count, std::size_t copies,
+    const std::function<double(std::size_t, std::size_t)>& call, const MeasureOptions& o,
+    const std::function<void(std::size_t, bool)>& around = {});
+
 double median_of(std::vector<double> v);
 
 // Holds an exclusive lock on `path` while alive: the timer's turn (no lock when `path` is empty).

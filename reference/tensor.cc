@@ -17,6 +17,15 @@ std::string shape_str(const Shape& shape) {
   return os.str();
 }
 
+int64_t checked_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d != 0 && n > std::numeric_limits<int64_t>::max() / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
 int64_t shape_numel(const Shape& shape, const std::string& what) {
   int64_t n = 1;
   for (int64_t d : shape) {

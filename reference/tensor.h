@@ -19,6 +19,8 @@ std::string shape_str(const Shape& shape);
 // Product of the dims (1 for a scalar); InvalidArgument naming `what` on a negative dim or
 // overflow.
 int64_t shape_numel(const Shape& shape, const std::string& what = "tensor");
+// The same product, or -1 on a negative dim or overflow (no message built: the hot paths' check).
+int64_t checked_numel(const Shape& shape);
 
 struct Tensor {
   DType dtype = DType::kFloat32;
@@ -30,7 +32,10 @@ struct Tensor {
   Tensor() = default;
   Tensor(DType t, Shape s);  // zero-filled
 
-  int64_t numel() const { return shape_numel(shape); }
+  int64_t numel() const {
+    const int64_t n = checked_numel(shape);
+    return n >= 0 ? n : shape_numel(shape);  // the second call throws, saying why
+  }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
 
   template <class T>

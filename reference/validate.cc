@@ -30,7 +30,8 @@ const Tensor& require_present(const std::string& op, const std::string& name, co
 }
 
 void require_consistent(const std::string& op, const std::string& name, const Tensor& t) {
-  const int64_t n = shape_numel(t.shape, op + ": " + name);
+  int64_t n = checked_numel(t.shape);
+  if (n < 0) n = shape_numel(t.shape, op + ": " + name);  // throws, naming the input
   if (t.bytes.size() != static_cast<std::size_t>(n) * dtype_size(t.dtype)) {
     invalid(op, name, " (", describe(t), ") holds ", t.bytes.size(), " bytes but its shape needs ",
             n * static_cast<int64_t>(dtype_size(t.dtype)));

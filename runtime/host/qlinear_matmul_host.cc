@@ -1,6 +1,8 @@
 // QLinearMatMul's host side: batch walk and exact parameter widening.
 #include "runtime/host/qlinear_matmul_host.h"
 
+#include <algorithm>
+
 #include "reference/broadcast.h"
 #include "reference/error.h"
 #include "runtime/host/buffer_view.h"
@@ -15,6 +17,32 @@ std::optional<std::string> qlinear_matmul_no_kernel(const QLinearMatMulPlan& pla
   if (numel == 0) return "Y is empty";
   return std::nullopt;
 }
+
+namespace {
+
+// dst[0..count) = src[offset + i * stride], each widened exactly (float32 from any float type,
+// int32 from an 8-bit zero point); stride 0 (a per-tensor or broadcast parameter) reads once.
+void fill_widened(const Tensor& src, int64_t offset, int64_t stride, int64_t count, float* dst) {
+  if (stride == 0) {
+    std::fill_n(dst, count, static_cast<float>(float_at(src, offset)));
+  } else if (src.dtype == DType::kFloat32) {
+    const float* s = src.data<float>() + offset;
+    for (int64_t i = 0; i < count; ++i) dst[i] = s[i * stride];
+  } else {
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = static_cast<float>(float_at(src, offset + i * stride));
+  }
+}
+void fill_widened(const Tensor& src, int64_t offset, int64_t stride, int64_t count, int32_t* dst) {
+  if (stride == 0) {
+    std::fill_n(dst, count, static_cast<int32_t>(int_at(src, offset)));
+  } else {
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = static_cast<int32_t>(int_at(src, offset + i * stride));
+  }
+}
+
+}  // namespace
 
 void widen_entry_params(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
                         const std::vector<int64_t>& batch_index, QLinearMatMulEntryParams& p) {
@@ -32,27 +60,23 @@ void widen_entry_params(const QLinearMatMulArgs& args, const QLinearMatMulPlan& 
     for (std::size_t d = 0; d < nb; ++d) o += idx[d] * strides[d];
     return o;
   };
-  if (p.a_scale.shape != Shape{s.m} || p.b_scale.shape != Shape{s.n}) {
+  auto sized = [](const Tensor& t, int64_t n) { return t.shape.size() == 1 && t.shape[0] == n; };
+  if (!sized(p.a_scale, s.m) || !sized(p.b_scale, s.n)) {
     p.a_scale = Tensor(DType::kFloat32, {s.m});
     p.a_zero_point = Tensor(DType::kInt32, {s.m});
     p.b_scale = Tensor(DType::kFloat32, {s.n});
     p.b_zero_point = Tensor(DType::kInt32, {s.n});
   }
-  for (int64_t i = 0; i < s.m; ++i) {
-    p.a_scale.data<float>()[i] =
-        static_cast<float>(float_at(*args.a_scale, batch_offset(sas) + i * sas[nb]));
-    p.a_zero_point.data<int32_t>()[i] =
-        plan.float8
-            ? 0
-            : static_cast<int32_t>(int_at(*args.a_zero_point, batch_offset(saz) + i * saz[nb]));
-  }
-  for (int64_t j = 0; j < s.n; ++j) {
-    p.b_scale.data<float>()[j] =
-        static_cast<float>(float_at(*args.b_scale, batch_offset(sbs) + j * sbs[nb + 1]));
-    p.b_zero_point.data<int32_t>()[j] =
-        plan.float8
-            ? 0
-            : static_cast<int32_t>(int_at(*args.b_zero_point, batch_offset(sbz) + j * sbz[nb + 1]));
+  fill_widened(*args.a_scale, batch_offset(sas), sas[nb], s.m, p.a_scale.data<float>());
+  fill_widened(*args.b_scale, batch_offset(sbs), sbs[nb + 1], s.n, p.b_scale.data<float>());
+  if (plan.float8) {
+    std::fill_n(p.a_zero_point.data<int32_t>(), s.m, 0);
+    std::fill_n(p.b_zero_point.data<int32_t>(), s.n, 0);
+  } else {
+    fill_widened(*args.a_zero_point, batch_offset(saz), saz[nb], s.m,
+                 p.a_zero_point.data<int32_t>());
+    fill_widened(*args.b_zero_point, batch_offset(sbz), sbz[nb + 1], s.n,
+                 p.b_zero_point.data<int32_t>());
   }
   p.y_scale = static_cast<float>(float_at(*args.y_scale, 0));
   p.y_zero_point = plan.float8 ? 0 : static_cast<int32_t>(int_at(*args.y_zero_point, 0));
@@ -71,7 +95,9 @@ Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMu
   const Shape a_full = s.a_full(), b_full = s.b_full();
   const auto sa = broadcast_strides(s.a_promoted, a_full),
              sb = broadcast_strides(s.b_promoted, b_full);
-  QLinearMatMulEntryParams params;
+  // Reused by this thread's calls: sized once per shape (the batch entries of a call, and the calls
+  // after it, refill it).
+  thread_local QLinearMatMulEntryParams params;
   MMTUNE_CHECK(!packed || (args.b->rank() == 2 && packed->panels),
                "a prepacked b is 2-D, got " << describe(*args.b));
   // Unprepacked kernels never read the column sums: one element stands for them.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,8 @@
 namespace mmtune::runtime {
 
 // The kernel a valid call runs (nullptr: the reference computes it; `info` says why) and, with a
-// PackedB, the panels it reads (nullptr: the plain kernel, packing B itself; info says so).
+// PackedB, the panels it reads (nullptr: the plain kernel, packing B itself; info says so). `info`
+// may be null: the choice is the same, and no reason text is built.
 struct Chosen {
   const KernelEntry* kernel = nullptr;
   const PackedB::Impl::Packing* panels = nullptr;
@@ -22,20 +24,21 @@ struct Chosen {
 // The choice every operator makes: the kernel of `plain` for (m, n, k) and `buffers` (the call's
 // tensors), or with `packed` its prepacked twin and panels (B's dtype `b_type`, named `b_name` in
 // the reason), falling back to the plain kernel when the twin has no panels here.
-Chosen choose_for_call(const KernelIdentity& plain, const PackedB::Impl* packed, int64_t m,
-                       int64_t n, int64_t k, const std::vector<BufferShape>& buffers, DType b_type,
-                       const char* b_name, DispatchInfo& info);
+// `plain` makes the plain identity (called only where it is needed: a PackedB's twin has its own).
+Chosen choose_for_call(const std::function<KernelIdentity()>& plain, const PackedB::Impl* packed,
+                       int64_t m, int64_t n, int64_t k, const std::vector<BufferShape>& buffers,
+                       DType b_type, const char* b_name, DispatchInfo* info);
 
 // Gemm: plan = validate_gemm(args), M, N and K not 0.
 Chosen choose_gemm(const GemmArgs& args, const GemmPlan& plan, const PackedB::Impl* packed,
-                   DispatchInfo& info);
+                   DispatchInfo* info);
 // QLinearMatMul: plan = validate_qlinear_matmul(args), qlinear_matmul_no_kernel(plan) empty.
 Chosen choose_qlinear_matmul(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
-                             const PackedB::Impl* packed, DispatchInfo& info);
+                             const PackedB::Impl* packed, DispatchInfo* info);
 
 // QGemm: plan = validate_qgemm(args), qgemm_no_kernel(plan) empty.
 Chosen choose_qgemm(const QGemmArgs& args, const QGemmPlan& plan, const PackedB::Impl* packed,
-                    DispatchInfo& info);
+                    DispatchInfo* info);
 
 // What fixes a PackedB of each operator besides B's dtype and shape (PackedB::Impl::what).
 std::string gemm_packing_key(const GemmArgs& args);

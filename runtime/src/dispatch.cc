@@ -70,25 +70,35 @@ std::size_t first_allowed_level() {
   return s.first.load(std::memory_order_relaxed);
 }
 
+std::vector<const IdentityGroup*> groups_by_level(
+    const std::string& op, const std::map<std::string, std::string>& identity) {
+  std::vector<const IdentityGroup*> groups;
+  for (const Level& level : levels()) groups.push_back(find_group(level.groups, op, identity));
+  return groups;
+}
+
 Selection select_linked(const std::string& op, const std::map<std::string, std::string>& identity,
-                        int64_t m, int64_t n, int64_t k) {
+                        int64_t m, int64_t n, int64_t k, bool explain,
+                        const std::vector<const IdentityGroup*>* groups) {
   const std::vector<Level>& all = levels();
   Selection unrunnable;
+  bool any_unrunnable = false;
   for (std::size_t i = first_allowed_level(); i < all.size(); ++i) {
     const Level& level = all[i];
-    const IdentityGroup* g = find_group(level.groups, op, identity);
+    const IdentityGroup* g = groups ? (*groups)[i] : find_group(level.groups, op, identity);
     if (!g) continue;
     if (level.cannot_run) {
-      if (unrunnable.reason.empty())
+      if (explain && !any_unrunnable)
         unrunnable.reason =
             "kernel " + std::string(g->entries.front()->name) + " not run: " + *level.cannot_run;
+      any_unrunnable = true;
       continue;
     }
-    Selection s = select_in_group(*g, m, n, k);
-    s.reason += std::string(" (level ") + level.table->target + ")";
+    Selection s = select_in_group(*g, m, n, k, explain);
+    if (explain) s.reason += std::string(" (level ") + level.table->target + ")";
     return s;
   }
-  if (!unrunnable.reason.empty()) return unrunnable;
+  if (any_unrunnable || !explain) return unrunnable;
   return {nullptr, no_kernel_reason(op, used_targets_text(), identity)};
 }
 

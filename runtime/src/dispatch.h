@@ -29,9 +29,16 @@ const std::vector<Level>& levels();
 // Throws InvalidArgument when MMTUNE_MAX_KERNEL_TARGET names no level of this build.
 std::size_t first_allowed_level();
 
-// The kernel the levels from first_allowed_level() down choose for (op, identity, m, n, k).
+// The group of (op, identity) at each level of levels() (nullptr where it has none): found once,
+// for calls that repeat an identity (a PackedB's).
+std::vector<const IdentityGroup*> groups_by_level(
+    const std::string& op, const std::map<std::string, std::string>& identity);
+
+// The kernel the levels from first_allowed_level() down choose for (op, identity, m, n, k); the
+// reason only when `explain`. `groups`, where given, is groups_by_level(op, identity).
 Selection select_linked(const std::string& op, const std::map<std::string, std::string>& identity,
-                        int64_t m, int64_t n, int64_t k);
+                        int64_t m, int64_t n, int64_t k, bool explain = true,
+                        const std::vector<const IdentityGroup*>* groups = nullptr);
 
 // The identities calls can run now, each at the highest used level (allowed, runnable here) that
 // has it, in level then table order.

@@ -29,7 +29,7 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
     out = {"reference", "K is 0 (an empty sum): the reference computes it"};
     return mmtune::gemm(args);
   }
-  const Chosen chosen = choose_gemm(args, plan, packed, out);
+  const Chosen chosen = choose_gemm(args, plan, packed, info);
   if (!chosen.kernel) return mmtune::gemm(args);
 
   const Tensor zero_c(t, {});
@@ -69,7 +69,7 @@ std::string gemm_packing_key(const GemmArgs& args) {
 }
 
 Chosen choose_gemm(const GemmArgs& args, const GemmPlan& plan, const PackedB::Impl* packed,
-                   DispatchInfo& info) {
+                   DispatchInfo* info) {
   const DType t = args.a->dtype;
   const Shape c_shape = args.c ? args.c->shape : Shape{};
   std::vector<BufferShape> buffers = {
@@ -78,8 +78,8 @@ Chosen choose_gemm(const GemmArgs& args, const GemmPlan& plan, const PackedB::Im
   const Tensor zero_c(t, {});
   canon.trans_a = canon.trans_b = false;
   if (!canon.c) canon.c = &zero_c;
-  return choose_for_call(gemm_identity(canon), packed, plan.m, plan.n, plan.k, buffers, t, "B",
-                         info);
+  return choose_for_call([&] { return gemm_identity(canon); }, packed, plan.m, plan.n, plan.k,
+                         buffers, t, "B", info);
 }
 
 Tensor gemm(const GemmArgs& args, DispatchInfo* info) { return run_gemm(args, nullptr, info); }
@@ -105,12 +105,8 @@ PackedB prepack_b(const GemmArgs& args) {
   const Tensor b_kn = args.trans_b ? transposed(b) : Tensor();
   auto impl = pack_for_kernels(gemm_identity(canon), args.trans_b ? b_kn : b, /*dot8=*/false,
                                /*with_column_sums=*/false);
-  impl->source = b.bytes.data();
-  impl->shape = b.shape;
-  impl->dtype = b.dtype;
   impl->trans_b = args.trans_b;
-  impl->what =
-      std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) + " " + gemm_packing_key(args);
+  impl->set_source(b, gemm_packing_key(args));
   return PackedB(std::move(impl));
 }
 

@@ -93,23 +93,27 @@ void KernelCall::check(int rc) const {
 }
 
 const KernelEntry* choose_kernel(const KernelIdentity& id, int64_t m, int64_t n, int64_t k,
-                                 const std::vector<BufferShape>& buffers, DispatchInfo& info) {
-  info.kernel = "reference";
-  const Selection s = select_linked(id.op, id.params, m, n, k);
+                                 const std::vector<BufferShape>& buffers, DispatchInfo* info,
+                                 const std::vector<const IdentityGroup*>* groups) {
+  if (info) info->kernel = "reference";
+  Selection s = select_linked(id.op, id.params, m, n, k, info != nullptr, groups);
   if (!s.kernel) {
-    info.reason = s.reason;
+    if (info) info->reason = std::move(s.reason);
     return nullptr;
   }
   for (const BufferShape& b : buffers) {
     if (!fits_halide_buffer(b.shape, b.dtype)) {
-      info.reason = "kernel " + std::string(s.kernel->name) + " not run: a " +
-                    std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) +
-                    " tensor exceeds the kernels' 32-bit buffers (2^31 bytes)";
+      if (info)
+        info->reason = "kernel " + std::string(s.kernel->name) + " not run: a " +
+                       std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) +
+                       " tensor exceeds the kernels' 32-bit buffers (2^31 bytes)";
       return nullptr;
     }
   }
-  info.kernel = s.kernel->name;
-  info.reason = s.reason;
+  if (info) {
+    info->kernel = s.kernel->name;
+    info->reason = std::move(s.reason);
+  }
   return s.kernel;
 }
 

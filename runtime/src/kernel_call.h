@@ -45,8 +45,10 @@ struct BufferShape {
 
 // The kernel that computes `id` for an (m, n, k) product, after the checks every operator shares
 // (the target runs on this CPU, the tensors fit 32-bit buffers); nullptr when none may run. Fills
-// `info` with the kernel's name or "reference" and the reason.
+// `info`, where given, with the kernel's name or "reference" and the reason (a call without one
+// builds no text). `groups`, where given, is groups_by_level(id.op, id.params).
 const KernelEntry* choose_kernel(const KernelIdentity& id, int64_t m, int64_t n, int64_t k,
-                                 const std::vector<BufferShape>& buffers, DispatchInfo& info);
+                                 const std::vector<BufferShape>& buffers, DispatchInfo* info,
+                                 const std::vector<const IdentityGroup*>* groups = nullptr);
 
 }  // namespace mmtune::runtime

@@ -82,13 +82,15 @@ const IdentityGroup* find_group(const std::vector<IdentityGroup>& groups, const 
   return nullptr;
 }
 
-Selection select_in_group(const IdentityGroup& group, int64_t m, int64_t n, int64_t k) {
+Selection select_in_group(const IdentityGroup& group, int64_t m, int64_t n, int64_t k,
+                          bool explain) {
   Selection s;
   const KernelEntry* nearest = nullptr;
   double best = std::numeric_limits<double>::infinity();
   for (const KernelEntry* e : group.entries) {
     if (e->bucket.contains(m, n, k)) {
       s.kernel = e;
+      if (!explain) return s;
       s.reason = "bucket " + e->bucket.to_string() + " contains M=" + std::to_string(m) +
                  " N=" + std::to_string(n) + " K=" + std::to_string(k);
       return s;
@@ -100,6 +102,7 @@ Selection select_in_group(const IdentityGroup& group, int64_t m, int64_t n, int6
     }
   }
   s.kernel = nearest;
+  if (!explain) return s;
   s.reason = "no bucket contains M=" + std::to_string(m) + " N=" + std::to_string(n) +
              " K=" + std::to_string(k) + "; nearest bucket " + nearest->bucket.to_string();
   return s;

@@ -95,8 +95,10 @@ struct Selection {
 
 // The kernel of `group` whose bucket contains (m, n, k), the first in table order (databases list
 // narrow buckets before wide ones); when only buckets that miss the shape exist, the nearest of
-// them (every kernel computes every shape exactly; a bucket says where it is fast).
-Selection select_in_group(const IdentityGroup& group, int64_t m, int64_t n, int64_t k);
+// them (every kernel computes every shape exactly; a bucket says where it is fast). The reason is
+// written only when `explain` (a call's hot path asks for none).
+Selection select_in_group(const IdentityGroup& group, int64_t m, int64_t n, int64_t k,
+                          bool explain = true);
 
 // The same over a whole table: nullptr (and why) when no kernel has the identity.
 Selection select_kernel(const KernelTable& table, const std::string& op,

@@ -37,12 +37,21 @@ const PackedB::Impl::Packing* PackedB::Impl::packing_for(const KernelEntry* kern
   return nullptr;
 }
 
+void PackedB::Impl::set_source(const Tensor& b, std::string packing_key) {
+  source = b.bytes.data();
+  shape = b.shape;
+  dtype = b.dtype;
+  key = std::move(packing_key);
+  what = std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) + " " + key;
+}
+
 std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const Tensor& b, bool dot8,
                                                 bool with_column_sums) {
   auto impl = std::make_shared<PackedB::Impl>();
   identity.params["prepacked_b"] = "true";
   impl->op = identity.op;
   impl->identity = identity;
+  impl->groups = groups_by_level(identity.op, identity.params);
   impl->k = b.shape[0];
   impl->n = b.shape[1];
   if (with_column_sums) impl->column_sums = column_sums_mod32(b);
@@ -82,23 +91,24 @@ std::string no_panels_reason(const PackedB::Impl& packed, const KernelEntry* ker
   return reason;
 }
 
-Chosen choose_for_call(const KernelIdentity& plain, const PackedB::Impl* packed, int64_t m,
-                       int64_t n, int64_t k, const std::vector<BufferShape>& buffers, DType b_type,
-                       const char* b_name, DispatchInfo& info) {
-  if (!packed) return {choose_kernel(plain, m, n, k, buffers, info)};
+Chosen choose_for_call(const std::function<KernelIdentity()>& plain, const PackedB::Impl* packed,
+                       int64_t m, int64_t n, int64_t k, const std::vector<BufferShape>& buffers,
+                       DType b_type, const char* b_name, DispatchInfo* info) {
+  if (!packed) return {choose_kernel(plain(), m, n, k, buffers, info)};
   std::vector<BufferShape> with_panels = buffers;
   for (const auto& p : packed->packings) with_panels.push_back({p.panels.shape, b_type});
-  Chosen chosen{choose_kernel(packed->identity, m, n, k, with_panels, info)};
+  Chosen chosen{choose_kernel(packed->identity, m, n, k, with_panels, info, &packed->groups)};
   chosen.panels = chosen.kernel ? packed->packing_for(chosen.kernel) : nullptr;
   if (chosen.panels) {
-    info.reason +=
-        std::string("; ") + b_name + " prepacked (" + chosen.panels->layout.to_string() + ")";
+    if (info)
+      info->reason +=
+          std::string("; ") + b_name + " prepacked (" + chosen.panels->layout.to_string() + ")";
     return chosen;
   }
   // No prepacked twin for this call: the plain kernel (exact, packing B itself).
-  const std::string why = no_panels_reason(*packed, chosen.kernel, info.reason);
-  chosen = {choose_kernel(plain, m, n, k, buffers, info)};
-  info.reason += std::string("; ") + b_name + " not prepacked for it (" + why + ")";
+  const std::string why = info ? no_panels_reason(*packed, chosen.kernel, info->reason) : "";
+  chosen = {choose_kernel(plain(), m, n, k, buffers, info)};
+  if (info) info->reason += std::string("; ") + b_name + " not prepacked for it (" + why + ")";
   return chosen;
 }
 
@@ -109,10 +119,11 @@ const PackedB::Impl& packed_for_call(const PackedB& packed, const std::string& o
   if (p->op != op) invalid(op, "packed_b holds a B prepacked for ", p->op, ", not ", op);
   const std::string name = op == "Gemm" ? "B" : "b";
   if (!b) invalid(op, name, " is null; pass the tensor packed_b was prepacked from");
-  std::ostringstream call;
-  call << dtype_name(b->dtype) << " " << shape_str(b->shape) << " " << what;
-  if (call.str() != p->what) {
-    invalid(op, "packed_b was prepacked from ", name, " ", p->what, "; this call has ", call.str());
+  // p->what is "<dtype> <shape> <key>" (set_source): compared by its parts, the text built only
+  // for the error.
+  if (b->dtype != p->dtype || b->shape != p->shape || what != p->key) {
+    invalid(op, "packed_b was prepacked from ", name, " ", p->what, "; this call has ",
+            dtype_name(b->dtype), " ", shape_str(b->shape), " ", what);
   }
   if (b->bytes.data() != p->source) {
     invalid(op, name,

@@ -14,13 +14,15 @@ namespace mmtune::runtime {
 
 struct PackedB::Impl {
   std::string op;
-  KernelIdentity identity;  // the prepacked kernels' (prepacked_b=true)
+  KernelIdentity identity;                   // the prepacked kernels' (prepacked_b=true)
+  std::vector<const IdentityGroup*> groups;  // groups_by_level(identity): found once
   // The B it was packed from: a call must pass this very tensor, unchanged in shape and type.
   const uint8_t* source = nullptr;
   Shape shape;
   DType dtype = DType::kFloat32;
   bool trans_b = false;  // Gemm
-  std::string what;      // "Gemm float32 B [K,N] transB=0 contract=strict"
+  std::string key;       // what fixes it besides B's dtype and shape: "transB=0 contract=strict"
+  std::string what;      // "float32 [K,N] transB=0 contract=strict"
   int64_t k = 0, n = 0;  // the canonical B (K, N)
   std::string target;    // the level packed for ("" when none has a prepacked kernel)
   struct Packing {
@@ -33,6 +35,8 @@ struct PackedB::Impl {
   std::string why_none;  // why no kernel has panels here (packings empty)
 
   const Packing* packing_for(const KernelEntry* kernel) const;
+  // Records the tensor `b` it was packed from (the caller's B, as passed) and `key`.
+  void set_source(const Tensor& b, std::string packing_key);
 };
 
 // Packs `b` (K, N, canonical) for every kernel of `identity` (prepacked_b=true) at the highest

@@ -117,7 +117,7 @@ PreparedGemm prepare_gemm(const GemmArgs& args, const PackedB* packed_b) {
   } else if (plan.k == 0) {
     p->info = {"reference", "K is 0 (an empty sum): the reference computes it"};
   } else {
-    p->chosen = choose_gemm(args, plan, packed, p->info);
+    p->chosen = choose_gemm(args, plan, packed, &p->info);
   }
   if (p->chosen.kernel) {
     // The kernels' canonical form: A (M, K), B (K, N) or its panels, C broadcast to (M, N).
@@ -224,7 +224,7 @@ PreparedQLinearMatMul prepare_qlinear_matmul(const QLinearMatMulArgs& args,
   if (auto why = qlinear_matmul_no_kernel(plan)) {
     p->info = {"reference", *why};
   } else {
-    p->chosen = choose_qlinear_matmul(args, plan, packed, p->info);
+    p->chosen = choose_qlinear_matmul(args, plan, packed, &p->info);
   }
   if (p->chosen.kernel) {
     widen_entry_params(p->args, plan, {}, p->params);
@@ -338,7 +338,7 @@ PreparedQGemm prepare_qgemm(const QGemmArgs& args, const PackedB* packed_b) {
   if (auto why = qgemm_no_kernel(plan)) {
     p->info = {"reference", *why};
   } else {
-    p->chosen = choose_qgemm(args, plan, packed, p->info);
+    p->chosen = choose_qgemm(args, plan, packed, &p->info);
   }
   if (p->chosen.kernel) {
     p->bs = Tensor(DType::kFloat32, {plan.n});

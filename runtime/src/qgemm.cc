@@ -30,7 +30,7 @@ Tensor run_qgemm(const QGemmArgs& args, const PackedB::Impl* packed, DispatchInf
   }
   const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
   const QGemmArgs canon = canonical(args, one);
-  const Chosen chosen = choose_qgemm(args, plan, packed, out);
+  const Chosen chosen = choose_qgemm(args, plan, packed, info);
   if (!chosen.kernel) return mmtune::qgemm(args);
   PackedOperand operand;
   if (chosen.panels) operand = {&chosen.panels->panels, &packed->column_sums};
@@ -58,14 +58,14 @@ std::string qgemm_packing_key(const QGemmArgs& args) {
 }
 
 Chosen choose_qgemm(const QGemmArgs& args, const QGemmPlan& plan, const PackedB::Impl* packed,
-                    DispatchInfo& info) {
+                    DispatchInfo* info) {
   const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
   const QGemmArgs canon = canonical(args, one);
   std::vector<BufferShape> buffers = {{{plan.m, plan.k}, args.a->dtype},
                                       {{plan.k, plan.n}, args.b->dtype},
                                       {{plan.m, plan.n}, plan.out_dtype}};
-  return choose_for_call(qgemm_identity(canon), packed, plan.m, plan.n, plan.k, buffers,
-                         args.b->dtype, "B", info);
+  return choose_for_call([&] { return qgemm_identity(canon); }, packed, plan.m, plan.n, plan.k,
+                         buffers, args.b->dtype, "B", info);
 }
 
 Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) { return run_qgemm(args, nullptr, info); }
@@ -89,12 +89,8 @@ PackedB prepack_b(const QGemmArgs& args) {
   const Tensor b_kn = args.trans_b ? transposed(b) : Tensor();
   auto impl = pack_for_kernels(qgemm_identity(canonical(args, one)), args.trans_b ? b_kn : b,
                                /*dot8=*/true, /*with_column_sums=*/true);
-  impl->source = b.bytes.data();
-  impl->shape = b.shape;
-  impl->dtype = b.dtype;
   impl->trans_b = args.trans_b;
-  impl->what =
-      std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) + " " + qgemm_packing_key(args);
+  impl->set_source(b, qgemm_packing_key(args));
   return PackedB(std::move(impl));
 }
 

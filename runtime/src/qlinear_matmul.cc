@@ -22,7 +22,7 @@ Tensor run_qlinear_matmul(const QLinearMatMulArgs& args, const PackedB::Impl* pa
     out = {"reference", *why};
     return run_qlinear_matmul_host(args, plan, {});  // calls no kernel
   }
-  const Chosen chosen = choose_qlinear_matmul(args, plan, packed, out);
+  const Chosen chosen = choose_qlinear_matmul(args, plan, packed, info);
   if (!chosen.kernel) return mmtune::qlinear_matmul(args);
   PackedOperand operand;
   if (chosen.panels) {
@@ -52,15 +52,15 @@ std::string qlinear_matmul_packing_key(const QLinearMatMulArgs& args) {
 }
 
 Chosen choose_qlinear_matmul(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
-                             const PackedB::Impl* packed, DispatchInfo& info) {
+                             const PackedB::Impl* packed, DispatchInfo* info) {
   const MatMulShape& s = plan.shape;
   std::vector<BufferShape> buffers = {{{s.m, s.k}, args.a->dtype},
                                       {{s.k, s.n}, args.b->dtype},
                                       {{s.m, s.n}, plan.out_dtype},
                                       {{s.m}, DType::kFloat32},
                                       {{s.n}, DType::kFloat32}};
-  return choose_for_call(qlinear_matmul_identity(args), packed, s.m, s.n, s.k, buffers,
-                         args.b->dtype, "b", info);
+  return choose_for_call([&] { return qlinear_matmul_identity(args); }, packed, s.m, s.n, s.k,
+                         buffers, args.b->dtype, "b", info);
 }
 
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
@@ -91,11 +91,7 @@ PackedB prepack_b(const QLinearMatMulArgs& args) {
   const bool float8 = is_float8(b.dtype);
   auto impl = pack_for_kernels(qlinear_matmul_identity(args), b, /*dot8=*/!float8,
                                /*with_column_sums=*/!float8);
-  impl->source = b.bytes.data();
-  impl->shape = b.shape;
-  impl->dtype = b.dtype;
-  impl->what = std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) + " " +
-               qlinear_matmul_packing_key(args);
+  impl->set_source(b, qlinear_matmul_packing_key(args));
   return PackedB(std::move(impl));
 }
 

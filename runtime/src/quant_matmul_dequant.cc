@@ -28,7 +28,7 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
                                             {{plan.n, plan.k}, DType::kInt8},
                                             {{plan.m, plan.n}, DType::kFloat16}};
   const KernelEntry* kernel =
-      choose_kernel(quant_matmul_dequant_identity(canon), plan.m, plan.n, plan.k, buffers, out);
+      choose_kernel(quant_matmul_dequant_identity(canon), plan.m, plan.n, plan.k, buffers, info);
   if (!kernel) return mmtune::quant_matmul_dequant(args);
 
   Tensor weight_t;

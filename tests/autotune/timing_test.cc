@@ -89,5 +89,31 @@ TEST(Timing, NoSampleStartsWhileAnotherImplementationsWorkerSpins) {
   EXPECT_EQ(while_spinning, 0);
 }
 
+// A call that reports its own seconds (the JIT's kernel inside a host side that costs more) is
+// sampled by what it reports; one that reports < 0 by the wall clock.
+TEST(Timing, ReportedSecondsReplaceTheWallClockWhereEveryCallGivesThem) {
+  MeasureOptions o;
+  o.min_sample_s = 0.002;
+  o.min_samples = 3;
+  o.max_samples = 3;
+  auto busy = [](double seconds) {
+    const auto t0 = Clock::now();
+    while (seconds_since(t0) < seconds) {
+    }
+  };
+  const auto samples = time_interleaved_reported(
+      2, 1,
+      [&](std::size_t i, std::size_t) {
+        busy(100e-6);  // every call takes 100 us of wall time
+        return i == 0 ? 1e-6 : -1.0;
+      },
+      o);
+  ASSERT_EQ(samples.size(), 2u);
+  ASSERT_EQ(samples[0].size(), 3u);
+  ASSERT_EQ(samples[1].size(), 3u);
+  for (double s : samples[0]) EXPECT_DOUBLE_EQ(s, 1e-6);
+  for (double s : samples[1]) EXPECT_GE(s, 100e-6);
+}
+
 }  // namespace
 }  // namespace mmtune::tune

@@ -2,6 +2,8 @@
 // reference (and say so), validation identical to the reference's, Halide runtime errors mapped to
 // KernelError, threads, CPU checks, and the kernel names of the linked table and the shipped
 // databases against docs/naming.md.
+#include "runtime/src/dispatch.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,6 +12,7 @@
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "autotune/halide_ops.h"
@@ -99,6 +102,45 @@ TEST(Select, BucketText) {
   EXPECT_EQ((Bucket{0, 8, 16, 32, 1, -1}).to_string(), "m ..8 n 16..32 k 1..");
 }
 
+// A call that asks for no DispatchInfo builds no reason text (the hot path); its kernel must be the
+// one an explained call names, for every identity linked here, at every level, for shapes inside,
+// between and beyond the buckets, and through the per-level groups a PackedB keeps.
+TEST(Select, TheChoiceIsTheSameWithAndWithoutItsReason) {
+  if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
+  const std::vector<int64_t> sizes = {1,  2,   3,   4,   9,   16,   63,   64,
+                                      65, 128, 511, 512, 513, 4096, 11008};
+  int compared = 0, distinct_kernels = 0;
+  for (const runtime::Level& level : runtime::levels()) {
+    for (const runtime::IdentityGroup& g : level.groups) {
+      const auto groups = runtime::groups_by_level(g.op, g.identity);
+      ASSERT_EQ(groups.size(), runtime::levels().size());
+      std::set<const KernelEntry*> seen;
+      for (int64_t m : sizes) {
+        for (int64_t n : {int64_t{1}, int64_t{64}, int64_t{512}, int64_t{4096}}) {
+          for (int64_t k : {int64_t{1}, int64_t{300}, int64_t{4096}, int64_t{8192}}) {
+            const runtime::Selection explained = runtime::select_linked(g.op, g.identity, m, n, k);
+            const runtime::Selection quiet =
+                runtime::select_linked(g.op, g.identity, m, n, k, /*explain=*/false);
+            const runtime::Selection grouped =
+                runtime::select_linked(g.op, g.identity, m, n, k, false, &groups);
+            EXPECT_EQ(quiet.kernel, explained.kernel) << explained.reason;
+            EXPECT_EQ(grouped.kernel, explained.kernel) << explained.reason;
+            EXPECT_TRUE(quiet.reason.empty()) << quiet.reason;
+            EXPECT_FALSE(explained.reason.empty());
+            seen.insert(explained.kernel);
+            ++compared;
+          }
+        }
+      }
+      distinct_kernels += static_cast<int>(seen.size());
+    }
+  }
+  EXPECT_GT(compared, 0);
+  // The shapes reach more than one bucket of some identity (else this compares nothing that
+  // depends on the shape).
+  EXPECT_GT(distinct_kernels, static_cast<int>(runtime::used_groups().size()));
+}
+
 // A tensor the kernels' 32-bit buffers cannot address takes the reference path (checked on shapes:
 // nothing this large is allocated).
 TEST(Select, TensorsBeyond32BitBuffersTakeTheReference) {
@@ -116,7 +158,7 @@ TEST(Select, TensorsBeyond32BitBuffersTakeTheReference) {
                                                  {{k, n}, DType::kFloat64},
                                                  {{}, DType::kFloat64},
                                                  {{m, n}, DType::kFloat64}},
-                                                info);
+                                                &info);
   EXPECT_EQ(e, nullptr);
   EXPECT_EQ(info.kernel, "reference");
   EXPECT_NE(info.reason.find("exceeds the kernels' 32-bit buffers"), std::string::npos)

@@ -19,6 +19,7 @@ struct FakeKernel {
   int64_t skip = -1;    // an element left unwritten
   int64_t overrun = 0;  // bytes written past the end (> 0) or before the start (< 0)
   bool runs = true;     // false: returns the expected tensor without running a kernel
+  bool timed = true;    // false: counts its call but not the time inside it
   Tensor operator()(JitRun& run) const {
     if (!runs) return expected;
     const std::size_t size = dtype_size(expected.dtype);
@@ -28,6 +29,7 @@ struct FakeKernel {
     if (overrun > 0) run.output[expected.bytes.size() + overrun - 1] = 0x42;
     if (overrun < 0) run.output[overrun] = 0x42;
     ++run.kernel_calls;
+    if (timed) run.kernel_seconds += 1e-6;
     Tensor y(expected.dtype, expected.shape);
     std::memcpy(y.bytes.data(), run.output, y.bytes.size());
     return y;
@@ -51,6 +53,13 @@ TEST(Gate, CatchesUnwrittenElementsOverrunsAndReferenceResults) {
     EXPECT_FALSE(r) << "a write " << overrun << " bytes outside passed";
     EXPECT_NE(std::string(r.message()).find("guard region"), std::string::npos) << r.message();
   }
+  // The tuner's samples are the seconds counted inside the kernels: a call counted without them
+  // is refused.
+  const auto untimed = testing::gated_equal(expected, FakeKernel{expected, -1, 0, true, false},
+                                            true, "untimed", counts);
+  EXPECT_FALSE(untimed);
+  EXPECT_NE(std::string(untimed.message()).find("took 0 s"), std::string::npos)
+      << untimed.message();
   const auto ref =
       testing::gated_equal(expected, FakeKernel{expected, -1, 0, false}, true, "ref", counts);
   EXPECT_FALSE(ref);

@@ -114,6 +114,13 @@ std::string GateCounts::summary() const {
     return ::testing::AssertionFailure()
            << "no kernel ran: the reference computed the case (" << context << ")";
   }
+  // The tuner times the kernels by the seconds the JIT counts inside them: counted exactly when a
+  // kernel ran.
+  if ((g.kernel_calls > 0) != (g.kernel_seconds > 0)) {
+    return ::testing::AssertionFailure()
+           << g.kernel_calls << " kernel calls took " << g.kernel_seconds << " s inside them ("
+           << context << ")";
+  }
   ::testing::AssertionResult same = bit_equal(expected, g.actual, context);
   if (!same) return same;
   if (g.kernel_calls > 0) {
