@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,17 @@ Chosen choose_qlinear_matmul(const QLinearMatMulArgs& args, const QLinearMatMulP
 // QGemm: plan = validate_qgemm(args), qgemm_no_kernel(plan) empty.
 Chosen choose_qgemm(const QGemmArgs& args, const QGemmPlan& plan, const PackedB::Impl* packed,
                     DispatchInfo* info);
+
+// The plain calls with a PackedB through its memo (prepared.cc): the output, or nullopt where the
+// plain path must compute the call (a PackedB of another operator or another B, whose error it
+// reports; a batched or vector QLinearMatMul; a call no kernel runs). A call of a new signature
+// is checked as the plain call checks it (same errors, same order) and prepared once.
+std::optional<Tensor> gemm_through_memo(const GemmArgs& args, const PackedB& packed_b,
+                                        DispatchInfo* info);
+std::optional<Tensor> qlinear_matmul_through_memo(const QLinearMatMulArgs& args,
+                                                  const PackedB& packed_b, DispatchInfo* info);
+std::optional<Tensor> qgemm_through_memo(const QGemmArgs& args, const PackedB& packed_b,
+                                         DispatchInfo* info);
 
 // What fixes a PackedB of each operator besides B's dtype and shape (PackedB::Impl::what).
 std::string gemm_packing_key(const GemmArgs& args);

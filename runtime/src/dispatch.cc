@@ -70,6 +70,12 @@ std::size_t first_allowed_level() {
   return s.first.load(std::memory_order_relaxed);
 }
 
+std::size_t allowed_level_or_invalid() {
+  const State& s = state();
+  if (s.env_error && !s.env_replaced.load(std::memory_order_relaxed)) return kInvalidLevel;
+  return s.first.load(std::memory_order_relaxed);
+}
+
 std::vector<const IdentityGroup*> groups_by_level(
     const std::string& op, const std::map<std::string, std::string>& identity) {
   std::vector<const IdentityGroup*> groups;

@@ -29,6 +29,11 @@ const std::vector<Level>& levels();
 // Throws InvalidArgument when MMTUNE_MAX_KERNEL_TARGET names no level of this build.
 std::size_t first_allowed_level();
 
+// first_allowed_level() without the exception: kInvalidLevel where it would throw. (For what a
+// call remembers of its dispatch: a remembered choice is valid while this is unchanged.)
+constexpr std::size_t kInvalidLevel = static_cast<std::size_t>(-1);
+std::size_t allowed_level_or_invalid();
+
 // The group of (op, identity) at each level of levels() (nullptr where it has none): found once,
 // for calls that repeat an identity (a PackedB's).
 std::vector<const IdentityGroup*> groups_by_level(

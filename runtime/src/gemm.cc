@@ -85,6 +85,7 @@ Chosen choose_gemm(const GemmArgs& args, const GemmPlan& plan, const PackedB::Im
 Tensor gemm(const GemmArgs& args, DispatchInfo* info) { return run_gemm(args, nullptr, info); }
 
 Tensor gemm(const GemmArgs& args, const PackedB& packed_b, DispatchInfo* info) {
+  if (auto y = gemm_through_memo(args, packed_b, info)) return std::move(*y);
   const PackedB::Impl& p =
       packed_for_call(packed_b, "Gemm", args.b, args.b ? gemm_packing_key(args) : "");
   return run_gemm(args, &p, info);

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,14 @@ struct PackedB::Impl {
   std::vector<std::pair<const KernelEntry*, std::size_t>> kernels;  // kernel -> its packing
   Tensor column_sums;    // 8-bit integer B: column_sums_mod32
   std::string why_none;  // why no kernel has panels here (packings empty)
+  // The plain calls made with it, prepared (runtime/src/prepared.cc): a later call of the same
+  // signature (shapes, types, attributes, quantization parameters, level) runs the prepared
+  // kernel call without validating, dispatching or widening again. At most kMemoEntries, the
+  // oldest replaced; they point at this Impl without owning it.
+  static constexpr std::size_t kMemoEntries = 4;
+  mutable std::mutex memo_mutex;
+  mutable std::vector<std::shared_ptr<const void>> memo;
+  mutable std::size_t memo_replaced = 0;
 
   const Packing* packing_for(const KernelEntry* kernel) const;
   // Records the tensor `b` it was packed from (the caller's B, as passed) and `key`.

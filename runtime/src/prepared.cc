@@ -3,6 +3,11 @@
 // pointers of copies of the described buffers and calls the kernel. Nothing on run()'s path
 // allocates, formats or parses (but a transposed operand without a PackedB, materialized per run,
 // and the reference fallback).
+//
+// The plain calls with a PackedB go through the same preparation: each PackedB remembers the
+// calls made with it (PackedB::Impl::memo), so that a call whose signature (shapes, types,
+// attributes, quantization parameters' values, the allowed level) matches an earlier one only
+// allocates its output and runs the prepared kernel call.
 #include <cstring>
 
 #include "mmtune/mmtune.h"
@@ -10,6 +15,7 @@
 #include "runtime/host/qgemm_host.h"
 #include "runtime/host/qlinear_matmul_host.h"
 #include "runtime/src/calls.h"
+#include "runtime/src/dispatch.h"
 #include "runtime/src/kernel_call.h"
 
 namespace mmtune::runtime {
@@ -50,13 +56,13 @@ void require_pointer(const char* op, const char* name, const void* p) {
 
 // A Gemm-shaped run's pointers (Gemm, QGemm): A, B, Y, and C where it was prepared with one; with
 // a PackedB, B the tensor it was packed from.
-void require_run(const char* op, const PackedB& packed, const void* a, const void* b, bool has_c,
-                 const void* c, const void* y) {
+void require_run(const char* op, const PackedB::Impl* packed, const void* a, const void* b,
+                 bool has_c, const void* c, const void* y) {
   require_pointer(op, "A", a);
   require_pointer(op, "B", b);
   require_pointer(op, "Y", y);
   if (has_c) require_pointer(op, "C", c);
-  if (!packed.empty() && b != packed.impl()->source)
+  if (packed && b != packed->source)
     invalid(op, "prepared run: B is not the tensor packed_b was prepacked from");
 }
 
@@ -77,12 +83,83 @@ void canonical_operands(const Chosen& chosen, bool trans_a, bool trans_b, DType 
   }
 }
 
+// The memo of a PackedB (PackedB::Impl::memo): the entry of type P (the operator's prepared Impl)
+// that `matches` the call, or nullptr.
+template <class P, class Matches>
+std::shared_ptr<const P> memo_find(const PackedB::Impl& packed, const Matches& matches) {
+  std::lock_guard<std::mutex> lock(packed.memo_mutex);
+  for (const std::shared_ptr<const void>& entry : packed.memo) {
+    auto p = std::static_pointer_cast<const P>(entry);
+    if (matches(*p)) return p;
+  }
+  return nullptr;
+}
+
+void memo_add(const PackedB::Impl& packed, std::shared_ptr<const void> entry) {
+  std::lock_guard<std::mutex> lock(packed.memo_mutex);
+  if (packed.memo.size() < PackedB::Impl::kMemoEntries) {
+    packed.memo.push_back(std::move(entry));
+  } else {
+    packed.memo[packed.memo_replaced++ % PackedB::Impl::kMemoEntries] = std::move(entry);
+  }
+}
+
+// Whether a call's B is the tensor `packed` was made from, unchanged in shape and type (else the
+// plain path's packed_for_call says what differs).
+bool is_source(const Tensor* b, const PackedB::Impl& packed) {
+  return b && b->bytes.data() == packed.source && b->dtype == packed.dtype &&
+         b->shape == packed.shape;
+}
+
+bool same_bits(float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }
+
+bool is_matrix(const Tensor* t, DType type, int64_t rows, int64_t cols) {
+  return t && t->dtype == type && t->shape.size() == 2 && t->shape[0] == rows &&
+         t->shape[1] == cols;
+}
+
+// `t` is present and equal to `kept` in type, shape and bytes.
+bool same_tensor(const Tensor* t, const Tensor& kept) {
+  return t && t->dtype == kept.dtype && t->shape == kept.shape && t->bytes == kept.bytes;
+}
+// Both absent, or both present and equal.
+bool same_optional(const Tensor* t, const Tensor* kept) {
+  return t ? kept && same_tensor(t, *kept) : !kept;
+}
+
+// A plain call with a PackedB through the PackedB's memo. `matches` tells a remembered Impl of
+// this call's signature; `prepare` checks the call as the plain call does (packed_for_call, then
+// the reference's validation: the same errors in the same order) and prepares it; `run` runs an
+// Impl into the output it returns. nullopt where the plain path computes the call: the PackedB is
+// another operator's or B another tensor (the plain path says so), or no kernel runs it.
+template <class P, class Matches, class Prepare, class Run>
+std::optional<Tensor> through_memo(const PackedB& packed_b, const char* op, const Tensor* b,
+                                   const Matches& matches, const Prepare& prepare, const Run& run,
+                                   DispatchInfo* info) {
+  const PackedB::Impl* packed = packed_b.impl();
+  if (!packed || packed->op != op || !is_source(b, *packed)) return std::nullopt;
+  const std::size_t level = allowed_level_or_invalid();
+  std::shared_ptr<const P> p =
+      memo_find<P>(*packed, [&](const P& e) { return e.level == level && matches(e); });
+  if (!p) {
+    std::shared_ptr<P> made = prepare(*packed);
+    p = made;
+    memo_add(*packed, std::move(made));
+  }
+  if (!p->chosen.kernel) return std::nullopt;
+  Tensor y = run(*p);
+  if (info) *info = p->info;
+  return y;
+}
+
 }  // namespace
 
 struct PreparedGemm::Impl {
   DispatchInfo info;
   Chosen chosen;
-  PackedB packed;  // keeps the panels alive
+  PackedB packed;  // keeps the panels alive (empty in a PackedB's memo, which the PackedB owns)
+  const PackedB::Impl* packed_impl = nullptr;  // the PackedB prepared with
+  std::size_t level = kInvalidLevel;           // allowed_level_or_invalid() when prepared
   DType t = DType::kFloat32;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false, has_c = false;
@@ -93,13 +170,13 @@ struct PreparedGemm::Impl {
   Arg a, b, c, y;
 };
 
-PreparedGemm prepare_gemm(const GemmArgs& args, const PackedB* packed_b) {
-  const GemmPlan plan = validate_gemm(args);
-  const PackedB::Impl* packed =
-      packed_b ? &packed_for_call(*packed_b, "Gemm", args.b, args.b ? gemm_packing_key(args) : "")
-               : nullptr;
+namespace {
+
+std::shared_ptr<PreparedGemm::Impl> make_gemm(const GemmArgs& args, const GemmPlan& plan,
+                                              const PackedB::Impl* packed) {
   auto p = std::make_shared<PreparedGemm::Impl>();
-  if (packed_b) p->packed = *packed_b;
+  p->packed_impl = packed;
+  p->level = allowed_level_or_invalid();
   p->t = args.a->dtype;
   p->m = plan.m;
   p->n = plan.n;
@@ -135,18 +212,11 @@ PreparedGemm prepare_gemm(const GemmArgs& args, const PackedB* packed_b) {
           "; a transposed operand is materialized on each run (prepack_b avoids it "
           "for B)";
   }
-  return PreparedGemm(std::move(p));
+  return p;
 }
 
-const DispatchInfo& PreparedGemm::info() const {
-  static const DispatchInfo empty{"", "an empty PreparedGemm (make it with prepare_gemm)"};
-  return impl_ ? impl_->info : empty;
-}
-
-void PreparedGemm::run(const void* a, const void* b, const void* c, void* y) const {
-  if (!impl_) invalid("Gemm", "an empty PreparedGemm; make it with prepare_gemm");
-  const Impl& p = *impl_;
-  require_run("Gemm", p.packed, a, b, p.has_c, c, y);
+// A prepared Gemm's run after its pointers' checks.
+void run_gemm(const PreparedGemm::Impl& p, const void* a, const void* b, const void* c, void* y) {
   const Shape a_shape = p.trans_a ? Shape{p.k, p.m} : Shape{p.m, p.k};
   const Shape b_shape = p.trans_b ? Shape{p.n, p.k} : Shape{p.k, p.n};
   if (!p.chosen.kernel) {
@@ -175,10 +245,59 @@ void PreparedGemm::run(const void* a, const void* b, const void* c, void* y) con
   call.check(fn(call.user_context(), &ab, &bb, &cb, p.alpha, p.beta, &yb));
 }
 
+}  // namespace
+
+PreparedGemm prepare_gemm(const GemmArgs& args, const PackedB* packed_b) {
+  const GemmPlan plan = validate_gemm(args);
+  const PackedB::Impl* packed =
+      packed_b ? &packed_for_call(*packed_b, "Gemm", args.b, args.b ? gemm_packing_key(args) : "")
+               : nullptr;
+  auto p = make_gemm(args, plan, packed);
+  if (packed_b) p->packed = *packed_b;
+  return PreparedGemm(std::move(p));
+}
+
+std::optional<Tensor> gemm_through_memo(const GemmArgs& args, const PackedB& packed_b,
+                                        DispatchInfo* info) {
+  using P = PreparedGemm::Impl;
+  auto matches = [&](const P& e) {
+    return is_matrix(args.a, e.t, e.trans_a ? e.k : e.m, e.trans_a ? e.m : e.k) &&
+           args.trans_a == e.trans_a && args.trans_b == e.trans_b && args.contract == e.contract &&
+           (args.c != nullptr) == e.has_c &&
+           (!e.has_c || (args.c->dtype == e.t && args.c->shape == e.c_shape)) &&
+           same_bits(args.alpha, e.alpha) && same_bits(e.has_c ? args.beta : 0.0f, e.beta);
+  };
+  auto prepare = [&](const PackedB::Impl& packed) {
+    packed_for_call(packed_b, "Gemm", args.b, gemm_packing_key(args));
+    return make_gemm(args, validate_gemm(args), &packed);
+  };
+  auto run = [&](const P& p) {
+    Tensor y(p.t, {p.m, p.n});
+    run_gemm(p, args.a->bytes.data(), args.b->bytes.data(), args.c ? args.c->bytes.data() : nullptr,
+             y.bytes.data());
+    return y;
+  };
+  return through_memo<P>(packed_b, "Gemm", args.b, matches, prepare, run, info);
+}
+
+const DispatchInfo& PreparedGemm::info() const {
+  static const DispatchInfo empty{"", "an empty PreparedGemm (make it with prepare_gemm)"};
+  return impl_ ? impl_->info : empty;
+}
+
+void PreparedGemm::run(const void* a, const void* b, const void* c, void* y) const {
+  if (!impl_) invalid("Gemm", "an empty PreparedGemm; make it with prepare_gemm");
+  const Impl& p = *impl_;
+  require_run("Gemm", p.packed_impl, a, b, p.has_c, c, y);
+  run_gemm(p, a, b, c, y);
+}
+
 struct PreparedQLinearMatMul::Impl {
   DispatchInfo info;
   Chosen chosen;
-  PackedB packed;
+  PackedB packed;  // (as PreparedGemm's)
+  const PackedB::Impl* packed_impl = nullptr;
+  std::size_t level = kInvalidLevel;
   QLinearMatMulArgs args;  // the scale / zero-point tensors below; a, b replaced per fallback run
   Tensor a_scale, a_zero_point, b_scale, b_zero_point, y_scale, y_zero_point;
   QLinearMatMulEntryParams params;  // widened once
@@ -188,18 +307,15 @@ struct PreparedQLinearMatMul::Impl {
   Arg a, b, as, az, bs, bz, sums, y;
 };
 
-PreparedQLinearMatMul prepare_qlinear_matmul(const QLinearMatMulArgs& args,
-                                             const PackedB* packed_b) {
-  const QLinearMatMulPlan plan = validate_qlinear_matmul(args);
-  if (args.a->rank() != 2 || args.b->rank() != 2) {
-    invalid("QLinearMatMul", "a is ", describe(*args.a), " and b ", describe(*args.b),
-            "; prepared calls take 2-D a and b (qlinear_matmul() takes batches and vectors)");
-  }
-  const PackedB::Impl* packed = packed_b ? &packed_for_call(*packed_b, "QLinearMatMul", args.b,
-                                                            qlinear_matmul_packing_key(args))
-                                         : nullptr;
+namespace {
+
+// `args` valid (plan = validate_qlinear_matmul(args)) with 2-D a and b.
+std::shared_ptr<PreparedQLinearMatMul::Impl> make_qlinear_matmul(const QLinearMatMulArgs& args,
+                                                                 const QLinearMatMulPlan& plan,
+                                                                 const PackedB::Impl* packed) {
   auto p = std::make_shared<PreparedQLinearMatMul::Impl>();
-  if (packed_b) p->packed = *packed_b;
+  p->packed_impl = packed;
+  p->level = allowed_level_or_invalid();
   // The parameters are kept (copies): the fallback and the widening read them.
   p->a_scale = *args.a_scale;
   p->a_zero_point = *args.a_zero_point;
@@ -244,7 +360,78 @@ PreparedQLinearMatMul prepare_qlinear_matmul(const QLinearMatMulArgs& args,
     p->sums.describe(view(sums, sums.shape));
     p->y.describe(view_matrix(nullptr, p->y_type, 0, p->m, p->n));
   }
+  return p;
+}
+
+void run_qlinear_matmul(const PreparedQLinearMatMul::Impl& p, const void* a, const void* b,
+                        void* y) {
+  if (!p.chosen.kernel) {
+    const Tensor at = tensor_at(a, p.a_type, {p.m, p.k}), bt = tensor_at(b, p.b_type, {p.k, p.n});
+    QLinearMatMulArgs args = p.args;
+    args.a = &at;
+    args.b = &bt;
+    const Tensor out = mmtune::qlinear_matmul(args);
+    if (!out.bytes.empty()) std::memcpy(y, out.bytes.data(), out.bytes.size());
+    return;
+  }
+  const void* b_data = p.chosen.panels ? p.chosen.panels->panels.bytes.data() : b;
+  const Tensor& sums = p.chosen.panels && !p.packed_impl->column_sums.bytes.empty()
+                           ? p.packed_impl->column_sums
+                           : p.no_sums;
+  halide_buffer_t ab = p.a.at(a), bb = p.b.at(b_data), asb = p.as.at(p.params.a_scale.bytes.data()),
+                  azb = p.az.at(p.params.a_zero_point.bytes.data()),
+                  bsb = p.bs.at(p.params.b_scale.bytes.data()),
+                  bzb = p.bz.at(p.params.b_zero_point.bytes.data()),
+                  sb = p.sums.at(sums.bytes.data()), yb = p.y.at(y);
+  KernelCall call(*p.chosen.kernel);
+  const auto fn = reinterpret_cast<QLinearMatMulKernelFn>(p.chosen.kernel->fn);
+  call.check(fn(call.user_context(), &ab, &bb, &asb, &azb, &bsb, &bzb, &sb, p.params.y_scale,
+                p.params.y_zero_point, &yb));
+}
+
+void require_2d(const QLinearMatMulArgs& args) {
+  if (args.a->rank() != 2 || args.b->rank() != 2) {
+    invalid("QLinearMatMul", "a is ", describe(*args.a), " and b ", describe(*args.b),
+            "; prepared calls take 2-D a and b (qlinear_matmul() takes batches and vectors)");
+  }
+}
+
+}  // namespace
+
+PreparedQLinearMatMul prepare_qlinear_matmul(const QLinearMatMulArgs& args,
+                                             const PackedB* packed_b) {
+  const QLinearMatMulPlan plan = validate_qlinear_matmul(args);
+  require_2d(args);
+  const PackedB::Impl* packed = packed_b ? &packed_for_call(*packed_b, "QLinearMatMul", args.b,
+                                                            qlinear_matmul_packing_key(args))
+                                         : nullptr;
+  auto p = make_qlinear_matmul(args, plan, packed);
+  if (packed_b) p->packed = *packed_b;
   return PreparedQLinearMatMul(std::move(p));
+}
+
+std::optional<Tensor> qlinear_matmul_through_memo(const QLinearMatMulArgs& args,
+                                                  const PackedB& packed_b, DispatchInfo* info) {
+  using P = PreparedQLinearMatMul::Impl;
+  // 2-D a only (batches and vectors take the plain path); b is 2-D, as every PackedB's.
+  if (!args.a || args.a->rank() != 2) return std::nullopt;
+  auto matches = [&](const P& e) {
+    return is_matrix(args.a, e.a_type, e.m, e.k) && args.opset == e.args.opset &&
+           args.requant == e.args.requant && same_tensor(args.a_scale, e.a_scale) &&
+           same_tensor(args.a_zero_point, e.a_zero_point) && same_tensor(args.b_scale, e.b_scale) &&
+           same_tensor(args.b_zero_point, e.b_zero_point) && same_tensor(args.y_scale, e.y_scale) &&
+           same_tensor(args.y_zero_point, e.y_zero_point);
+  };
+  auto prepare = [&](const PackedB::Impl& packed) {
+    packed_for_call(packed_b, "QLinearMatMul", args.b, qlinear_matmul_packing_key(args));
+    return make_qlinear_matmul(args, validate_qlinear_matmul(args), &packed);
+  };
+  auto run = [&](const P& p) {
+    Tensor y(p.y_type, {p.m, p.n});
+    run_qlinear_matmul(p, args.a->bytes.data(), args.b->bytes.data(), y.bytes.data());
+    return y;
+  };
+  return through_memo<P>(packed_b, "QLinearMatMul", args.b, matches, prepare, run, info);
 }
 
 const DispatchInfo& PreparedQLinearMatMul::info() const {
@@ -263,36 +450,17 @@ void PreparedQLinearMatMul::run(const void* a, const void* b, void* y) const {
   require_pointer("QLinearMatMul", "a", a);
   require_pointer("QLinearMatMul", "b", b);
   require_pointer("QLinearMatMul", "y", y);
-  if (!p.packed.empty() && b != p.packed.impl()->source)
+  if (p.packed_impl && b != p.packed_impl->source)
     invalid("QLinearMatMul", "prepared run: b is not the tensor packed_b was prepacked from");
-  if (!p.chosen.kernel) {
-    const Tensor at = tensor_at(a, p.a_type, {p.m, p.k}), bt = tensor_at(b, p.b_type, {p.k, p.n});
-    QLinearMatMulArgs args = p.args;
-    args.a = &at;
-    args.b = &bt;
-    const Tensor out = mmtune::qlinear_matmul(args);
-    if (!out.bytes.empty()) std::memcpy(y, out.bytes.data(), out.bytes.size());
-    return;
-  }
-  const void* b_data = p.chosen.panels ? p.chosen.panels->panels.bytes.data() : b;
-  const Tensor& sums = p.chosen.panels && !p.packed.impl()->column_sums.bytes.empty()
-                           ? p.packed.impl()->column_sums
-                           : p.no_sums;
-  halide_buffer_t ab = p.a.at(a), bb = p.b.at(b_data), asb = p.as.at(p.params.a_scale.bytes.data()),
-                  azb = p.az.at(p.params.a_zero_point.bytes.data()),
-                  bsb = p.bs.at(p.params.b_scale.bytes.data()),
-                  bzb = p.bz.at(p.params.b_zero_point.bytes.data()),
-                  sb = p.sums.at(sums.bytes.data()), yb = p.y.at(y);
-  KernelCall call(*p.chosen.kernel);
-  const auto fn = reinterpret_cast<QLinearMatMulKernelFn>(p.chosen.kernel->fn);
-  call.check(fn(call.user_context(), &ab, &bb, &asb, &azb, &bsb, &bzb, &sb, p.params.y_scale,
-                p.params.y_zero_point, &yb));
+  run_qlinear_matmul(p, a, b, y);
 }
 
 struct PreparedQGemm::Impl {
   DispatchInfo info;
   Chosen chosen;
-  PackedB packed;
+  PackedB packed;  // (as PreparedGemm's)
+  const PackedB::Impl* packed_impl = nullptr;
+  std::size_t level = kInvalidLevel;
   QGemmArgs args;  // the parameter tensors below; a, b, c replaced per fallback run
   Tensor a_scale, a_zero_point, b_scale, b_zero_point, y_scale, y_zero_point;
   Tensor bs, bz;   // b's parameters widened to (N), once
@@ -306,13 +474,13 @@ struct PreparedQGemm::Impl {
   Arg a, b, c, bsa, bza, sums, y;
 };
 
-PreparedQGemm prepare_qgemm(const QGemmArgs& args, const PackedB* packed_b) {
-  const QGemmPlan plan = validate_qgemm(args);
-  const PackedB::Impl* packed =
-      packed_b ? &packed_for_call(*packed_b, "QGemm", args.b, args.b ? qgemm_packing_key(args) : "")
-               : nullptr;
+namespace {
+
+std::shared_ptr<PreparedQGemm::Impl> make_qgemm(const QGemmArgs& args, const QGemmPlan& plan,
+                                                const PackedB::Impl* packed) {
   auto p = std::make_shared<PreparedQGemm::Impl>();
-  if (packed_b) p->packed = *packed_b;
+  p->packed_impl = packed;
+  p->level = allowed_level_or_invalid();
   // The parameters are kept (copies): the fallback reads them; the kernel's are widened once.
   p->args = args;
   auto keep = [](const Tensor* from, Tensor& into) -> const Tensor* {
@@ -365,19 +533,11 @@ PreparedQGemm prepare_qgemm(const QGemmArgs& args, const PackedB* packed_b) {
       p->info.reason +=
           "; a transposed operand is materialized on each run (prepack_b avoids it for B)";
   }
-  return PreparedQGemm(std::move(p));
+  return p;
 }
 
-const DispatchInfo& PreparedQGemm::info() const {
-  static const DispatchInfo empty{"", "an empty PreparedQGemm (make it with prepare_qgemm)"};
-  return impl_ ? impl_->info : empty;
-}
-
-void PreparedQGemm::run(const void* a, const void* b, const void* c, void* y) const {
-  if (!impl_) invalid("QGemm", "an empty PreparedQGemm; make it with prepare_qgemm");
-  const Impl& p = *impl_;
+void run_qgemm(const PreparedQGemm::Impl& p, const void* a, const void* b, const void* c, void* y) {
   const bool has_c = p.args.c != nullptr;
-  require_run("QGemm", p.packed, a, b, has_c, c, y);
   const Shape a_shape = p.args.trans_a ? Shape{p.k, p.m} : Shape{p.m, p.k};
   const Shape b_shape = p.args.trans_b ? Shape{p.n, p.k} : Shape{p.k, p.n};
   if (!p.chosen.kernel) {
@@ -394,7 +554,7 @@ void PreparedQGemm::run(const void* a, const void* b, const void* c, void* y) co
   Tensor a_t, b_t;
   canonical_operands(p.chosen, p.args.trans_a, p.args.trans_b, p.a_type, p.b_type, a_shape, b_shape,
                      a, b, a_t, b_t);
-  const Tensor& sums = p.chosen.panels ? p.packed.impl()->column_sums : p.no_sums;
+  const Tensor& sums = p.chosen.panels ? p.packed_impl->column_sums : p.no_sums;
   halide_buffer_t ab = p.a.at(a), bb = p.b.at(b), cb = p.c.at(has_c ? c : p.zero_c.bytes.data()),
                   bsb = p.bsa.at(p.bs.bytes.data()), bzb = p.bza.at(p.bz.bytes.data()),
                   sb = p.sums.at(sums.bytes.data()), yb = p.y.at(y);
@@ -402,6 +562,59 @@ void PreparedQGemm::run(const void* a, const void* b, const void* c, void* y) co
   const auto fn = reinterpret_cast<QGemmKernelFn>(p.chosen.kernel->fn);
   call.check(fn(call.user_context(), &ab, &bb, &cb, p.a_scale_value, p.a_zero_value, &bsb, &bzb,
                 &sb, p.y_scale_value, p.y_zero_value, p.args.alpha, &yb));
+}
+
+}  // namespace
+
+PreparedQGemm prepare_qgemm(const QGemmArgs& args, const PackedB* packed_b) {
+  const QGemmPlan plan = validate_qgemm(args);
+  const PackedB::Impl* packed =
+      packed_b ? &packed_for_call(*packed_b, "QGemm", args.b, args.b ? qgemm_packing_key(args) : "")
+               : nullptr;
+  auto p = make_qgemm(args, plan, packed);
+  if (packed_b) p->packed = *packed_b;
+  return PreparedQGemm(std::move(p));
+}
+
+std::optional<Tensor> qgemm_through_memo(const QGemmArgs& args, const PackedB& packed_b,
+                                         DispatchInfo* info) {
+  using P = PreparedQGemm::Impl;
+  auto matches = [&](const P& e) {
+    const bool ta = e.args.trans_a;
+    return is_matrix(args.a, e.a_type, ta ? e.k : e.m, ta ? e.m : e.k) && args.trans_a == ta &&
+           args.trans_b == e.args.trans_b && same_bits(args.alpha, e.args.alpha) &&
+           (args.c != nullptr) == (e.args.c != nullptr) &&
+           (!args.c || (args.c->dtype == DType::kInt32 && args.c->shape == e.c_shape)) &&
+           same_optional(args.a_scale, e.args.a_scale) &&
+           same_optional(args.a_zero_point, e.args.a_zero_point) &&
+           same_optional(args.b_scale, e.args.b_scale) &&
+           same_optional(args.b_zero_point, e.args.b_zero_point) &&
+           same_optional(args.y_scale, e.args.y_scale) &&
+           same_optional(args.y_zero_point, e.args.y_zero_point);
+  };
+  auto prepare = [&](const PackedB::Impl& packed) {
+    packed_for_call(packed_b, "QGemm", args.b, qgemm_packing_key(args));
+    return make_qgemm(args, validate_qgemm(args), &packed);
+  };
+  auto run = [&](const P& p) {
+    Tensor y(p.y_type, {p.m, p.n});
+    run_qgemm(p, args.a->bytes.data(), args.b->bytes.data(),
+              args.c ? args.c->bytes.data() : nullptr, y.bytes.data());
+    return y;
+  };
+  return through_memo<P>(packed_b, "QGemm", args.b, matches, prepare, run, info);
+}
+
+const DispatchInfo& PreparedQGemm::info() const {
+  static const DispatchInfo empty{"", "an empty PreparedQGemm (make it with prepare_qgemm)"};
+  return impl_ ? impl_->info : empty;
+}
+
+void PreparedQGemm::run(const void* a, const void* b, const void* c, void* y) const {
+  if (!impl_) invalid("QGemm", "an empty PreparedQGemm; make it with prepare_qgemm");
+  const Impl& p = *impl_;
+  require_run("QGemm", p.packed_impl, a, b, p.args.c != nullptr, c, y);
+  run_qgemm(p, a, b, c, y);
 }
 
 }  // namespace mmtune::runtime

@@ -71,6 +71,7 @@ Chosen choose_qgemm(const QGemmArgs& args, const QGemmPlan& plan, const PackedB:
 Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) { return run_qgemm(args, nullptr, info); }
 
 Tensor qgemm(const QGemmArgs& args, const PackedB& packed_b, DispatchInfo* info) {
+  if (auto y = qgemm_through_memo(args, packed_b, info)) return std::move(*y);
   const PackedB::Impl& p =
       packed_for_call(packed_b, "QGemm", args.b, args.b ? qgemm_packing_key(args) : "");
   return run_qgemm(args, &p, info);

@@ -68,6 +68,7 @@ Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
 }
 
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, const PackedB& packed_b, DispatchInfo* info) {
+  if (auto y = qlinear_matmul_through_memo(args, packed_b, info)) return std::move(*y);
   const PackedB::Impl& p = packed_for_call(packed_b, "QLinearMatMul", args.b,
                                            args.b ? qlinear_matmul_packing_key(args) : "");
   return run_qlinear_matmul(args, &p, info);

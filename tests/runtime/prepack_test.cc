@@ -6,8 +6,10 @@
 // variant suites.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "mmtune/mmtune.h"
@@ -361,6 +363,185 @@ TEST(PackedB, WithoutATwinTheCallIsThePlainOne) {
   EXPECT_TRUE(testing::bit_equal(gemm(g.args), y));
   EXPECT_EQ(capped.kernel, "reference");
   EXPECT_NE(capped.reason.find("B not prepacked"), std::string::npos) << capped.reason;
+}
+
+// Repeated calls with one PackedB: each call's signature (shapes, types, attributes, the
+// quantization parameters' values, the allowed level) is prepared once and remembered by the
+// PackedB (at most four). Every argument a later call changes must still be followed: a's rows
+// and values, every scale and zero point, alpha, beta and C, the level; a bad value is refused
+// after the same signature ran; remembered calls and first calls say the same in DispatchInfo.
+TEST(PackedB, RepeatedCallsFollowEveryArgument) {
+  std::mt19937_64 rng(testing::variant_seed() + 5);
+  int calls = 0;
+  // QLinearMatMul u8 x s8 -> u8, per-column b parameters.
+  testing::QlmCase qc;
+  qc.name = "memo";
+  qc.a = {16, 70};
+  qc.b = {70, 90};
+  qc.b_param = {90};
+  qc.data = "random";
+  testing::QlmInputs in = testing::make_qlinear_matmul_inputs(
+      DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, qc, rng);
+  const runtime::PackedB pb = runtime::prepack_b(in.args(RequantMode::kFloat32));
+  auto check = [&](const std::string& what) {
+    const QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+    const Tensor expected = qlinear_matmul(args);
+    DispatchInfo first, again;
+    const Tensor y1 = runtime::qlinear_matmul(args, pb, &first);
+    const Tensor y2 = runtime::qlinear_matmul(args, pb, &again);
+    const std::string context = what + ": " + first.kernel + " " + first.reason;
+    EXPECT_TRUE(testing::bit_equal(expected, y1, context));
+    EXPECT_TRUE(testing::bit_equal(expected, y2, context + " (again)"));
+    EXPECT_EQ(first.kernel, again.kernel) << context;
+    EXPECT_EQ(first.reason, again.reason) << context;
+    calls += 2;
+    return first;
+  };
+  const DispatchInfo at16 = check("M=16");
+  // Six row counts, more than the PackedB remembers, then the first ones again.
+  for (const int64_t m : {1, 5, 33, 100, 2, 16, 1}) {
+    in.a = testing::random_tensor(DType::kUInt8, {m, 70}, rng, 0, 255);
+    check("M=" + std::to_string(m));
+  }
+  // The same signature with other values: a in place, then every parameter.
+  in.a = testing::random_tensor(DType::kUInt8, {16, 70}, rng, 0, 255);
+  check("a's values");
+  const Tensor y_before = runtime::qlinear_matmul(in.args(RequantMode::kFloat32), pb);
+  in.ys.data<float>()[0] *= 1.5f;
+  check("y_scale");
+  EXPECT_FALSE(testing::bit_equal(y_before,
+                                  runtime::qlinear_matmul(in.args(RequantMode::kFloat32), pb),
+                                  "a y_scale 1.5x changes the output"));
+  in.yz.data<uint8_t>()[0] ^= 7;
+  check("y_zero_point");
+  in.as.data<float>()[0] *= 0.75f;
+  check("a_scale");
+  in.az.data<uint8_t>()[0] ^= 3;
+  check("a_zero_point");
+  in.bs.data<float>()[89] *= 2.0f;
+  check("b_scale[89]");
+  in.bz.data<int8_t>()[0] ^= 5;
+  check("b_zero_point[0]");
+  // A bad value after its signature ran: refused, naming it.
+  const float ys = in.ys.data<float>()[0];
+  in.ys.data<float>()[0] = 0.0f;
+  EXPECT_NE(testing::invalid_argument_message([&] {
+              runtime::qlinear_matmul(in.args(RequantMode::kFloat32), pb);
+            }).find("y_scale"),
+            std::string::npos);
+  in.ys.data<float>()[0] = ys;
+  // Another b of the same shape and values: refused as before.
+  Tensor other_b = in.b;
+  QLinearMatMulArgs other = in.args(RequantMode::kFloat32);
+  other.b = &other_b;
+  EXPECT_NE(testing::invalid_argument_message([&] {
+              runtime::qlinear_matmul(other, pb);
+            }).find("is not the tensor packed_b was"),
+            std::string::npos);
+  // The level: none allowed, then the default again.
+  in.a = testing::random_tensor(DType::kUInt8, {16, 70}, rng, 0, 255);
+  const DispatchInfo kernel_info = check("M=16, default level");
+  const std::string previous = runtime::set_max_kernel_target("none");
+  EXPECT_EQ(check("level none").kernel, "reference");
+  runtime::set_max_kernel_target(previous);
+  EXPECT_EQ(check("default level again").kernel, kernel_info.kernel);
+  EXPECT_EQ(kernel_info.kernel, at16.kernel);
+
+  // Gemm float32: alpha, beta, C's values, rows.
+  GemmCall g = gemm_call(16, 90, 70, false, FloatContract::kStrict, rng);
+  const runtime::PackedB gpb = runtime::prepack_b(g.args);
+  auto check_gemm = [&](const std::string& what) {
+    const Tensor expected = gemm(g.args);
+    DispatchInfo first, again;
+    EXPECT_TRUE(testing::bit_equal(expected, runtime::gemm(g.args, gpb, &first), what));
+    EXPECT_TRUE(testing::bit_equal(expected, runtime::gemm(g.args, gpb, &again), what));
+    EXPECT_EQ(first.reason, again.reason) << what;
+    calls += 2;
+  };
+  check_gemm("Gemm");
+  g.args.alpha = -0.0f;
+  check_gemm("alpha -0");
+  g.args.alpha = 0.0f;
+  check_gemm("alpha +0");
+  g.args.beta = -2.0f;
+  check_gemm("beta");
+  g.c = testing::random_tensor(DType::kFloat32, {90}, rng, -4, 4);
+  check_gemm("C's values");
+  g.args.c = nullptr;
+  check_gemm("no C");
+  g.a = testing::random_tensor(DType::kFloat32, {3, 70}, rng, -4, 4);
+  check_gemm("M=3");
+
+  // QGemm u8 x s8 -> float32: alpha, C's values, y_scale's presence.
+  const tune::QGemmInputs qg =
+      tune::make_qgemm_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8,
+                              {16, 90, 70, false, false, /*per_column=*/true, {90}, false}, rng);
+  Tensor c = qg.c;
+  QGemmArgs q;
+  q.a = &qg.a;
+  q.b = &qg.b;
+  q.a_scale = &qg.as;
+  q.a_zero_point = &qg.az;
+  q.b_scale = &qg.bs;
+  q.b_zero_point = &qg.bz;
+  q.c = &c;
+  const runtime::PackedB qpb = runtime::prepack_b(q);
+  auto check_qgemm = [&](const std::string& what) {
+    const Tensor expected = qgemm(q);
+    DispatchInfo first, again;
+    EXPECT_TRUE(testing::bit_equal(expected, runtime::qgemm(q, qpb, &first), what));
+    EXPECT_TRUE(testing::bit_equal(expected, runtime::qgemm(q, qpb, &again), what));
+    EXPECT_EQ(first.reason, again.reason) << what;
+    calls += 2;
+  };
+  check_qgemm("QGemm");
+  q.alpha = 0.25f;
+  check_qgemm("alpha");
+  c = testing::random_tensor(DType::kInt32, c.shape, rng, -1000, 1000);
+  check_qgemm("C's values");
+  q.c = nullptr;
+  check_qgemm("no C");
+  std::cout << "[prepack] repeated calls: " << calls << " calls bit-exact\n";
+}
+
+// Calls sharing a PackedB from two threads, with more signatures between them than it
+// remembers: every output is the reference's.
+TEST(PackedB, ConcurrentCallsShareItsMemo) {
+  std::mt19937_64 rng(testing::variant_seed() + 6);
+  testing::QlmCase qc;
+  qc.name = "threads";
+  qc.a = {1, 64};
+  qc.b = {64, 48};
+  qc.data = "random";
+  const testing::QlmInputs in = testing::make_qlinear_matmul_inputs(
+      DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, qc, rng);
+  const runtime::PackedB pb = runtime::prepack_b(in.args(RequantMode::kFloat32));
+  std::vector<Tensor> as, expected;
+  for (const int64_t m : {1, 2, 3, 7, 16, 40}) {
+    as.push_back(testing::random_tensor(DType::kUInt8, {m, 64}, rng, 0, 255));
+  }
+  for (const Tensor& a : as) {
+    QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+    args.a = &a;
+    expected.push_back(qlinear_matmul(args));
+  }
+  std::atomic<int> wrong{0}, done{0};
+  auto work = [&](std::size_t first) {
+    for (int round = 0; round < 60; ++round) {
+      for (std::size_t i = first; i < as.size(); i += 2) {
+        QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+        args.a = &as[i];
+        const Tensor y = runtime::qlinear_matmul(args, pb);
+        wrong += y.bytes != expected[i].bytes;
+        ++done;
+      }
+    }
+  };
+  std::thread t0(work, 0), t1(work, 1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(done.load(), 360);
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace
