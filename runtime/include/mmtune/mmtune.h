@@ -79,6 +79,11 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
 // before anything is computed. When the kernel a call selects has no prepacked twin (an identity
 // the build prepacks none of, a level changed since packing), the call packs as the plain call
 // does and DispatchInfo::reason says so. PackedB is immutable and may be shared across threads.
+// A PackedB also remembers the last four distinct calls made with it (2-D operands; their shapes,
+// types, attributes, quantization parameters' values and the level), each prepared as
+// prepare_gemm / prepare_qlinear_matmul / prepare_qgemm would: a call repeating one of them only
+// allocates its output and runs the kernel (no validation, dispatch or widening again; any
+// changed value or shape is a new call, checked in full).
 class PackedB {
  public:
   PackedB() = default;  // holds nothing: every call refuses it
