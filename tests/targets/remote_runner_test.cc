@@ -25,10 +25,18 @@ std::string source_dir() {
   return env != nullptr ? env : MMTUNE_SOURCE_DIR_DEFAULT;
 }
 
+// This process's scratch folder (runners, logs, counts), removed when the process exits.
 fs::path scratch_dir() {
-  fs::path dir = fs::temp_directory_path() / ("mmtune_fake_runner_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
+  struct Scratch {
+    fs::path dir = fs::temp_directory_path() / ("mmtune_fake_runner_" + std::to_string(::getpid()));
+    ~Scratch() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  };
+  static const Scratch scratch;
+  fs::create_directories(scratch.dir);
+  return scratch.dir;
 }
 
 // The runner linked with the fake kernels by `compiler` (a C compiler and its flags) into `name`.
