@@ -8,6 +8,7 @@
 // calls made with it (PackedB::Impl::memo), so that a call whose signature (shapes, types,
 // attributes, quantization parameters' values, the allowed level) matches an earlier one only
 // allocates its output and runs the prepared kernel call.
+#include <cstdint>
 #include <cstring>
 
 #include "mmtune/mmtune.h"
@@ -111,7 +112,13 @@ bool is_source(const Tensor* b, const PackedB::Impl& packed) {
          b->shape == packed.shape;
 }
 
-bool same_bits(float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }
+// The same float32 bit pattern (+0 and -0 differ; a NaN equals its own pattern).
+bool same_bits(float x, float y) {
+  uint32_t bx = 0, by = 0;
+  std::memcpy(&bx, &x, sizeof bx);
+  std::memcpy(&by, &y, sizeof by);
+  return bx == by;
+}
 
 bool is_matrix(const Tensor* t, DType type, int64_t rows, int64_t cols) {
   return t && t->dtype == type && t->shape.size() == 2 && t->shape[0] == rows &&
