@@ -63,17 +63,16 @@ State& state() {
 
 const std::vector<Level>& levels() { return state().levels; }
 
-std::size_t first_allowed_level() {
-  const State& s = state();
-  if (s.env_error && !s.env_replaced.load(std::memory_order_relaxed))
-    throw InvalidArgument("mmtune runtime: " + *s.env_error);
-  return s.first.load(std::memory_order_relaxed);
-}
-
 std::size_t allowed_level_or_invalid() {
   const State& s = state();
   if (s.env_error && !s.env_replaced.load(std::memory_order_relaxed)) return kInvalidLevel;
   return s.first.load(std::memory_order_relaxed);
+}
+
+std::size_t first_allowed_level() {
+  const std::size_t level = allowed_level_or_invalid();
+  if (level == kInvalidLevel) throw InvalidArgument("mmtune runtime: " + *state().env_error);
+  return level;
 }
 
 std::vector<const IdentityGroup*> groups_by_level(
