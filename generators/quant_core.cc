@@ -50,17 +50,56 @@ QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const 
     p.per_column.push_back(q.column_sums);
   }
   q.row_sums(y) = cast(UInt(32), 0);
-  q.row_sums(y) += cast(UInt(32), cast(Int(32), flipped(a_rows, "a_rows_flipped")(r, y)));
+  if (p.layout.row_sums_grouped && p.packed_a.defined()) {
+    // The sum of A's row as products with ones in B's type, read from the row's K groups (zero
+    // past K): the sum's own dot-product instruction adds them, 64 bytes at a time on AVX-512
+    // VNNI. In int32 per block of at most 4096 + 15 groups (below 2^24 in magnitude: no
+    // overflow), the blocks added in uint32 as the sum's blocks are; a block's groups are a whole
+    // number of 16-group vectors (the padding reads zeros). The ones are stored once per call and
+    // read from memory: a one in the expression (a constant, or a value the simplifier can prove
+    // is 1 inside the loop) is folded away, and the bare widening sum took the saturating pair
+    // sum's pattern (vpmaddubsw, exact here but not what the sums may use) instead of vpdpbusd.
+    const int g = p.layout.k_group;
+    const Expr groups = cast(UInt(32), (k + g - 1) / g);
+    const Expr blocks = (groups + cast(UInt(32), 4095)) / cast(UInt(32), 4096);
+    const Expr per_block = (groups + blocks - cast(UInt(32), 1)) / max(blocks, cast(UInt(32), 1));
+    const Expr padded = cast(Int(32), (per_block + cast(UInt(32), 15)) / cast(UInt(32), 16)) * 16;
+    RDom rs(0, g, 0, padded, "rs");
+    RDom rsb(0, cast(Int(32), blocks), "rsb");
+    Func ones("row_sum_ones");
+    ones(x) = cast(b.type(), 1);
+    p.per_call.push_back(ones);
+    const Expr one = cast(Int(32), ones(rs.x));
+    Var kb("kb");
+    Func part("row_sum_blocks");
+    part(y, kb) = cast(Int(32), 0);
+    part(y, kb) += cast(Int(32), p.packed_a(rs.x, kb * padded + rs.y, y)) * one;
+    q.row_sums(y) += reinterpret(UInt(32), part(y, rsb));
+    p.row_sum_blocks.push_back(part);
+  } else {
+    q.row_sums(y) += cast(UInt(32), cast(Int(32), flipped(a_rows, "a_rows_flipped")(r, y)));
+  }
   p.row_sums.push_back(q.row_sums);
   return q;
 }
 
 Expr requantize_float32(const Expr& acc, const Expr& m, const Expr& zp, const Type& out) {
   const Expr f = strict_float(cast(Float(32), acc) * m);
-  // round() is round-half-to-even; adding zp to the integral float is exact below 2^24, and
-  // anything larger saturates either way.
-  const Expr r = strict_float(round(f) + cast(Float(32), zp));
-  return cast(out, clamp(r, cast(Float(32), out.min()), cast(Float(32), out.max())));
+  // sat(RNE(f) + zp, lo, hi) computed as RNE(clamp(f, lo - zp, hi - zp)) + zp: the bounds are
+  // integers and RNE is monotonic, so an f beyond a bound rounds to a value at or beyond it and
+  // saturates to the same end (f is never NaN: the multiplier is validated finite and the
+  // accumulator is an integer). The clamped g is at most 2^9 in magnitude, so g + 1.5 * 2^23 is
+  // rounded once, to the nearest integer with ties to even, and lands in [2^23, 2^24), where a
+  // float's bit pattern is its value's plus a constant: bits(g + 1.5 * 2^23) - bits(1.5 * 2^23) is
+  // RNE(g) exactly. No round() (Halide splits it into two 256-bit halves on AVX-512), no float
+  // to int conversion and no clamp after it.
+  const Expr zf = cast(Float(32), zp);
+  const Expr lo = strict_float(cast(Float(32), out.min()) - zf);
+  const Expr hi = strict_float(cast(Float(32), out.max()) - zf);
+  const float magic = 12582912.0f;  // 1.5 * 2^23, bit pattern 0x4B400000
+  const Expr g = strict_float(clamp(f, lo, hi) + magic);
+  const Expr r = reinterpret(Int(32), g) - (0x4B400000 - zp);
+  return cast(out, r);
 }
 
 Expr requantize_float64(const Expr& acc, const Expr& m, const Expr& zp, const Type& out) {

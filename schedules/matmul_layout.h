@@ -38,6 +38,11 @@ struct MatmulLayout {
   // that the inner loop broadcasts a pair as one 32-bit load instead of widening it again for
   // every column tile and K pair.
   bool widen_a = false;
+  // Grouped exact 8-bit sums on a CPU template that stages A's K groups (packed_a) per row tile:
+  // A's row sums are read from packed_a, as dot products of its groups with a vector of ones in
+  // B's type, so that they take the sum's own dot-product instruction (on AVX-512 VNNI one
+  // vpdpbusd sums 64 bytes of a row where widening and adding took four instructions per 16).
+  bool row_sums_grouped = false;
 
   // Whether the algorithm reads B from packed panels (grouped K always packs); a prepacked B
   // (runtime/host/packed_b.h) holds them, otherwise B itself.

@@ -53,6 +53,9 @@ struct MatmulPipeline {
   // on CPUs where the rows' tiles are computed (per tile row, row block or task), each sum kept in
   // vector lanes across K (rfactor); once per call on a GPU.
   std::vector<Halide::Func> row_sums;
+  // f(i, kb) = the int32 sum of one block of row i's K groups (kk, kg), read from packed_a, that a
+  // row_sums Func adds over kb (layout.row_sums_grouped): computed per row of that sum.
+  std::vector<Halide::Func> row_sum_blocks;
   // f(k, i) or f(i), rows independent (e.g. per-row quantization of A): once per call, rows in
   // parallel.
   std::vector<Halide::Func> per_row;

@@ -72,6 +72,8 @@ MatmulLayout CpuMatmulParams::layout(const TargetInfo& t, Accumulator acc) const
   l.pack_b = pack_b;
   l.k_group = acc.exact ? k_group : 1;
   l.widen_a = t.family == "x86" && acc.exact && acc.operand_bits == 8 && l.k_group == 2;
+  l.row_sums_grouped =
+      t.family == "x86" && acc.exact && acc.operand_bits == 8 && l.k_group > 1 && !l.widen_a;
   return l;
 }
 

@@ -213,15 +213,35 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
   // scalar loop here, reading A through its clamp a byte at a time, took about a quarter of a
   // 256^3 u8.s8 call on AVX-512 at 1 thread.) The generators read A clamped in rows only
   // (clamped_rows), so that the K chunks load as dense vectors.
+  // Read from A's K groups in blocks (row_sum_blocks: rvars kk, kg; the pipeline's one row sum is
+  // then their sum over the blocks), lanes x k_group values of a row are one dot product with
+  // ones (atomic vectorization of kk, as in the sum): on AVX-512 VNNI one vpdpbusd per 64 bytes
+  // where the widening sum took a vpmovzxbd and a vpaddd per 16 (256^3 u8.s8 at 1 thread on
+  // Zen 4: 5.7% of the call before, 2.7% after).
   for (Func f : p.row_sums) {
     f.compute_at(out, rows_level);
     const Var row = f.args()[0];
+    if (!p.row_sum_blocks.empty()) continue;
     const RVar r(f.function().update(0).schedule().rvars().at(0).var);
     RVar ro("rso"), ri("rsi");
     Var lane("rs_lane");
     Func part = f.update().split(r, ro, ri, lanes, TailStrategy::GuardWithIf).rfactor(ri, lane);
     part.compute_at(f, row).vectorize(lane);
     part.update().vectorize(lane);
+  }
+  for (Func f : p.row_sum_blocks) {
+    const Var kb = f.args()[1];
+    const auto& rvars = f.function().update(0).schedule().rvars();
+    const RVar kk(rvars.at(0).var), kg(rvars.at(1).var);
+    RVar go("rsgo"), gi("rsgi");
+    Var lane("rs_lane");
+    // Per block of the row sum's loop (one block at a time: a fixed size, on the stack; per row,
+    // its extent over the blocks was a heap allocation per row).
+    const Func sums = p.row_sums.at(0);
+    f.compute_at(sums, RVar(sums.function().update(0).schedule().rvars().at(0).var));
+    Func part = f.update().split(kg, go, gi, lanes, TailStrategy::GuardWithIf).rfactor(gi, lane);
+    part.compute_at(f, kb).vectorize(lane);
+    part.update().reorder(kk, lane, go).atomic().vectorize(kk).vectorize(lane);
   }
   // Per-row producers (e.g. a row's quantization): once per call, rows in parallel, vectorized
   // along their first dimension when they have one besides the row.
