@@ -39,10 +39,9 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
     s.tile(p.j, p.i, jo, io, ji, ii, width, rows, tail);
     if (strips) s.split(jo, jb, jo, params.n_block / width, tail);
     if (blocks) s.split(io, ib, io, params.m_block / rows, tail);
-    // The epilogue a tile row at a time, all its vectors in one step (per vector of lanes, the
-    // per-row values were set up again for every vector: 15% of a 256^3 u8.s8 call on Zen 4 at
-    // 1 thread in the requantization's loop, 13% this way).
-    if (vector_epilogue) s.vectorize(ji, width, tail);
+    // (Vectorized over the whole tile width instead, a 256^3 u8.s8 call's requantization loop
+    // went from 15% to 13% at 1 thread on Zen 4, but 512^3 at 2 threads took 12% longer.)
+    if (vector_epilogue) s.vectorize(ji, lanes, tail);
     std::vector<VarOrRVar> order{ji, ii};
     if (blocks) {
       order.insert(order.end(), {io, jo, ib});
