@@ -219,7 +219,7 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
   // then their sum over the blocks), lanes x k_group values of a row are one dot product with
   // ones (atomic vectorization of kk, as in the sum): on AVX-512 VNNI one vpdpbusd per 64 bytes
   // where the widening sum took a vpmovzxbd and a vpaddd per 16 (256^3 u8.s8 at 1 thread on
-  // Zen 4: 5.7% of the call before, 2.7% after).
+  // Zen 4: 3-6% of the call before, 0.8% after, with the lanes' vector reduction below).
   for (Func f : p.row_sums) {
     f.compute_at(out, rows_level);
     const Var row = f.args()[0];
