@@ -174,6 +174,42 @@ QlmInputs make_qlinear_matmul_inputs(DType ta, DType tb, DType ty, DType st, con
     in.bs = random_scales(st, c.b_param, rng, e / 2 - 1, e / 2 + 1);
     in.ys = random_scales(st, {}, rng, -8, -6);
   }
+  const bool differs = c.data == "a_scale_differs" || c.data == "a_zero_point_differs" ||
+                       c.data == "b_zero_point_differs";
+  if (c.data == "equal_params" || differs) {
+    // Per-row / per-column parameters whose values are all one (the kernels' per-tensor branch
+    // once the host sees it), or all one but the last of one of them (their general branch).
+    for (Tensor* t : {&in.as, &in.az, &in.bs, &in.bz}) {
+      const std::size_t w = dtype_size(t->dtype);
+      for (int64_t i = 1; i < t->numel(); ++i) {
+        std::memcpy(t->bytes.data() + i * w, t->bytes.data(), w);
+      }
+    }
+    // The last element moved: a scale halved, a zero point by one.
+    auto differ = [](Tensor& t) {
+      const int64_t i = t.numel() - 1;
+      auto half = [&] { return static_cast<float>(float_at(t, 0) * 0.5); };
+      switch (t.dtype) {
+        case DType::kFloat32:
+          t.data<float>()[i] = half();
+          break;
+        case DType::kFloat16:
+          t.data<uint16_t>()[i] = float_to_float16(half());
+          break;
+        case DType::kBFloat16:
+          t.data<uint16_t>()[i] = float_to_bfloat16(half());
+          break;
+        case DType::kInt8:
+          t.data<int8_t>()[i] = static_cast<int8_t>(t.data<int8_t>()[0] > -128 ? t.data<int8_t>()[0] - 1 : -127);
+          break;
+        default:
+          t.data<uint8_t>()[i] = static_cast<uint8_t>(t.data<uint8_t>()[0] > 0 ? t.data<uint8_t>()[0] - 1 : 1);
+      }
+    };
+    if (c.data == "a_scale_differs") differ(in.as);
+    if (c.data == "a_zero_point_differs") differ(in.az);
+    if (c.data == "b_zero_point_differs") differ(in.bz);
+  }
   return in;
 }
 

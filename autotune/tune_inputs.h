@@ -224,7 +224,10 @@ struct QlmCase {
   std::string name;
   Shape a, b;                   // operand shapes
   Shape a_param, b_param;       // scale / zero-point shapes
-  std::string data = "random";  // random | full_range | ties | wrap | extreme_scales
+  // random | full_range | ties | wrap | extreme_scales; or equal_params (the per-row / per-column
+  // parameters each one value), a_scale_differs, a_zero_point_differs, b_zero_point_differs (so,
+  // but for the last element of that one)
+  std::string data = "random";
 };
 
 // A case's inputs for operand types (ta, tb), output type ty and scale type st.

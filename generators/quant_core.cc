@@ -21,6 +21,24 @@ Expr QuantCore::accumulator(const schedules::MatmulPipeline& p, const Expr& za,
   return reinterpret(Int(32), sum);
 }
 
+Func QuantCore::column_offset(schedules::MatmulPipeline& p, const Expr& za, const Func& zb) const {
+  Var x("x");
+  Func offset("column_offset");
+  const Expr uza = cast(UInt(32), za + a_offset);
+  offset(x) = cast(UInt(32), k) * uza * cast(UInt(32), zb(x)) - uza * column_sums(x);
+  (column_sums_computed ? p.per_column : p.column_params).push_back(offset);
+  return offset;
+}
+
+Expr QuantCore::accumulator(const schedules::MatmulPipeline& p, const Func& offset,
+                            const Expr& zb_row) const {
+  const Var& j = p.j;
+  const Var& i = p.i;
+  // sum ab - za' sum b - zb sum a + K za' zb, regrouped (uint32: the same value mod 2^32).
+  const Expr sum = p.acc(j, i) + offset(j) - cast(UInt(32), zb_row) * row_sums(i);
+  return reinterpret(Int(32), sum);
+}
+
 QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& a_rows,
                              const Func& b, const Expr& k, const Func& prepacked_column_sums) {
   QuantCore q;
@@ -48,6 +66,7 @@ QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const 
     q.column_sums(x) = cast(UInt(32), 0);
     q.column_sums(x) += cast(UInt(32), cast(Int(32), b(x, r)));
     p.per_column.push_back(q.column_sums);
+    q.column_sums_computed = true;
   }
   q.row_sums(y) = cast(UInt(32), 0);
   if (p.layout.row_sums_grouped && p.packed_a.defined()) {

@@ -16,10 +16,23 @@ struct QuantCore {
   // Added to A and its zero point when the layout flips A's sign (MatmulLayout::flip_a_sign:
   // -128 for uint8 A, +128 for int8 A; row_sums are of the flipped A); 0 otherwise.
   int a_offset = 0;
+  // Whether column_sums is computed by the pipeline (a per_column producer); else it is read from an
+  // input (a prepacked B's sums).
+  bool column_sums_computed = false;
   // The exact int32 accumulator of p's (j, i) given the zero points (int32 Exprs of row i / column
   // j).
   Halide::Expr accumulator(const schedules::MatmulPipeline& p, const Halide::Expr& za,
                            const Halide::Expr& zb) const;
+  // For A's zero point za one for all rows (an Expr of neither i nor j) and B's zb(x) per column:
+  // offset(x) = K za' zb(x) - za' column_sums(x) (uint32), added to p as a producer (per column
+  // where the column sums are computed, else once per call with the inputs).
+  Halide::Func column_offset(schedules::MatmulPipeline& p, const Halide::Expr& za,
+                             const Halide::Func& zb) const;
+  // The same accumulator as accumulator(p, za, zb(j)) from that offset: acc(j, i) + offset(j) -
+  // zb_row * row_sums(i), with zb_row B's zero point of column j (zb(j), or zb(0) where it is one
+  // for all columns: the row's term is then one per row).
+  Halide::Expr accumulator(const schedules::MatmulPipeline& p, const Halide::Func& offset,
+                           const Halide::Expr& zb_row) const;
 };
 
 // a(k, i) and b(j, k) are the clamped 8-bit inputs (int8 or uint8); a_rows(k, i) is A clamped in

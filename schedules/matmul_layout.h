@@ -43,6 +43,10 @@ struct MatmulLayout {
   // B's type, so that they take the sum's own dot-product instruction (on AVX-512 VNNI one
   // vpdpbusd sums 64 bytes of a row where widening and adding took four instructions per 16).
   bool row_sums_grouped = false;
+  // The template gives each of MatmulPipeline::epilogue_cases a branch of out's loop nest (CPU
+  // templates): a generator may then state special cases of its epilogue as selects on them.
+  // Elsewhere a select would compute both sides.
+  bool epilogue_cases = false;
 
   // Whether the algorithm reads B from packed panels (grouped K always packs); a prepacked B
   // (runtime/host/packed_b.h) holds them, otherwise B itself.

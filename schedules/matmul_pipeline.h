@@ -59,6 +59,16 @@ struct MatmulPipeline {
   // f(k, i) or f(i), rows independent (e.g. per-row quantization of A): once per call, rows in
   // parallel.
   std::vector<Halide::Func> per_row;
+  // f(j) of the call's inputs alone (e.g. a per-column requantization multiplier): once per call,
+  // vectorized.
+  std::vector<Halide::Func> column_params;
+
+  // Conditions on the call's parameters (most specific first; layout.epilogue_cases) under which
+  // out's definition simplifies: it is written as selects on them (e.g. A's parameters one for all
+  // rows: the requantization multiplier and zero-point terms are then per column, computed once per
+  // call in column_params instead of per output), and the template gives each a branch of out's
+  // loop nest, in which the selects resolve.
+  std::vector<Halide::Expr> epilogue_cases;
 };
 
 }  // namespace mmtune::schedules

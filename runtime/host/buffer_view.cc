@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "reference/broadcast.h"
+#include "reference/error.h"
 
 namespace mmtune {
 
@@ -92,6 +93,13 @@ uint8_t* output_data(Tensor& y, uint8_t* placed) { return placed ? placed : host
 
 void finish_output(Tensor& y, const uint8_t* placed) {
   if (placed && !y.bytes.empty()) std::memcpy(y.bytes.data(), placed, y.bytes.size());
+}
+
+Halide::Runtime::Buffer<void> view_parameter(const Tensor& t, int64_t count, bool one_for_all) {
+  MMTUNE_CHECK(t.numel() >= (one_for_all ? 1 : count),
+               "a parameter of " << t.numel() << " elements viewed as " << count);
+  halide_dimension_t dim(0, static_cast<int32_t>(count), one_for_all ? 0 : 1);
+  return Halide::Runtime::Buffer<void>(halide_type(t.dtype), host_pointer(t), 1, &dim);
 }
 
 Halide::Runtime::Buffer<void> view_matrix(uint8_t* data, DType t, int64_t offset, int64_t rows,

@@ -21,6 +21,11 @@ Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape);
 
 namespace mmtune {
 
+// A 1-D view of the first `count` elements of the parameter vector `t`, or, when `one_for_all`,
+// of its first element standing for all of them (stride 0: the form in which the kernels see a
+// parameter that is one for all rows or columns, even when count is 1).
+Halide::Runtime::Buffer<void> view_parameter(const Tensor& t, int64_t count, bool one_for_all);
+
 // A dense rows x cols row-major matrix starting at element `offset` of `t` (Halide dims (cols,
 // rows)).
 Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64_t rows,

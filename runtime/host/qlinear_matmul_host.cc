@@ -80,6 +80,20 @@ void widen_entry_params(const QLinearMatMulArgs& args, const QLinearMatMulPlan& 
   }
   p.y_scale = static_cast<float>(float_at(*args.y_scale, 0));
   p.y_zero_point = plan.float8 ? 0 : static_cast<int32_t>(int_at(*args.y_zero_point, 0));
+  // One for all: every widened value the same bits (per tensor, broadcast, or equal per row).
+  auto same = [](const Tensor& t, int64_t count) {
+    const uint32_t* v = reinterpret_cast<const uint32_t*>(t.bytes.data());
+    return std::all_of(v, v + count, [&](uint32_t x) { return x == v[0]; });
+  };
+  p.a_uniform = same(p.a_scale, s.m) && same(p.a_zero_point, s.m);
+  p.b_zero_uniform = same(p.b_zero_point, s.n);
+}
+
+std::array<Halide::Runtime::Buffer<void>, 4> param_views(const QLinearMatMulEntryParams& p,
+                                                         int64_t m, int64_t n) {
+  return {view_parameter(p.a_scale, m, p.a_uniform),
+          view_parameter(p.a_zero_point, m, p.a_uniform), view_parameter(p.b_scale, n, false),
+          view_parameter(p.b_zero_point, n, p.b_zero_uniform)};
 }
 
 Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
@@ -115,10 +129,7 @@ Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMu
       return o;
     };
     widen_entry_params(args, plan, idx, params);
-    auto as_view = view(params.a_scale, params.a_scale.shape),
-         za_view = view(params.a_zero_point, params.a_zero_point.shape),
-         bs_view = view(params.b_scale, params.b_scale.shape),
-         zb_view = view(params.b_zero_point, params.b_zero_point.shape);
+    auto [as_view, za_view, bs_view, zb_view] = param_views(params, s.m, s.n);
     auto a_view = view_matrix(*args.a, batch_offset(sa), s.m, s.k);
     auto b_view = packed ? view(*packed->panels, packed->panels->shape)
                          : view_matrix(*args.b, batch_offset(sb), s.k, s.n);

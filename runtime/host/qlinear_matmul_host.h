@@ -5,12 +5,14 @@
 // runtime buffer types.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "HalideBuffer.h"
 #include "HalideRuntime.h"
 #include "reference/qlinear_matmul.h"
 #include "runtime/host/packed_b.h"
@@ -38,8 +40,11 @@ std::optional<std::string> qlinear_matmul_no_kernel(const QLinearMatMulPlan& pla
 // One batch entry's per-row and per-column parameters, widened exactly: a_scale (M) and b_scale
 // (N) to float32, a_zero_point (M) and b_zero_point (N) to int32 (float8: zero points 0), and the
 // scalars y_scale, y_zero_point.
+// a_uniform: a_scale and a_zero_point each one value for all rows; b_zero_uniform: b_zero_point
+// one for all columns (the kernels then see them with stride 0: param_views).
 struct QLinearMatMulEntryParams {
   Tensor a_scale, a_zero_point, b_scale, b_zero_point;
+  bool a_uniform = false, b_zero_uniform = false;
   float y_scale = 1.0f;
   int32_t y_zero_point = 0;
 };
@@ -47,6 +52,11 @@ struct QLinearMatMulEntryParams {
 // dim of plan.shape.batch; empty for 2-D operands).
 void widen_entry_params(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
                         const std::vector<int64_t>& batch_index, QLinearMatMulEntryParams& p);
+
+// The kernel's views of `p`'s a_scale, a_zero_point (m), b_scale, b_zero_point (n), in that
+// order: stride 0 where p says a parameter is one for all.
+std::array<Halide::Runtime::Buffer<void>, 4> param_views(const QLinearMatMulEntryParams& p,
+                                                         int64_t m, int64_t n);
 
 // Y of a valid call (`plan` = validate_qlinear_matmul(args)) through `call`, bit for bit the
 // reference's: when qlinear_matmul_no_kernel(plan) says so, without calling it (an empty Y, or the

@@ -358,10 +358,11 @@ std::shared_ptr<PreparedQLinearMatMul::Impl> make_qlinear_matmul(const QLinearMa
     } else {
       p->b.describe(view_matrix(nullptr, p->b_type, 0, p->k, p->n));
     }
-    p->as.describe(view(p->params.a_scale, p->params.a_scale.shape));
-    p->az.describe(view(p->params.a_zero_point, p->params.a_zero_point.shape));
-    p->bs.describe(view(p->params.b_scale, p->params.b_scale.shape));
-    p->bz.describe(view(p->params.b_zero_point, p->params.b_zero_point.shape));
+    const auto views = param_views(p->params, p->m, p->n);
+    p->as.describe(views[0]);
+    p->az.describe(views[1]);
+    p->bs.describe(views[2]);
+    p->bz.describe(views[3]);
     const Tensor& sums =
         p->chosen.panels && !packed->column_sums.bytes.empty() ? packed->column_sums : p->no_sums;
     p->sums.describe(view(sums, sums.shape));

@@ -74,6 +74,7 @@ MatmulLayout CpuMatmulParams::layout(const TargetInfo& t, Accumulator acc) const
   l.widen_a = t.family == "x86" && acc.exact && acc.operand_bits == 8 && l.k_group == 2;
   l.row_sums_grouped =
       t.family == "x86" && acc.exact && acc.operand_bits == 8 && l.k_group > 1 && !l.widen_a;
+  l.epilogue_cases = true;
   return l;
 }
 

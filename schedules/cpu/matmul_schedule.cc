@@ -53,12 +53,20 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
     if (fuse_tasks) s.fuse(rows_loop, jb, task);
     if (params.parallel) s.parallel(fuse_tasks ? task : strips ? jb : rows_loop);
   };
+  // Out's cases (MatmulPipeline::epilogue_cases: parameters one for all rows, ...) come first, each
+  // a branch of its own in which out's definition simplifies (with whole tiles apart when tails are
+  // specialized); the branches after them know that no case holds. Shapes made of whole tiles (and
+  // whole strips / blocks) get a branch without tail guards.
+  const std::vector<Expr>& cases = p.epilogue_cases;
   if (params.specialize_tails) {
-    // Shapes made of whole tiles (and whole strips / blocks) get a branch without tail guards.
     Expr whole = out.output_buffer().dim(0).extent() % (strips ? params.n_block : width) == 0 &&
                  out.output_buffer().dim(1).extent() % (blocks ? params.m_block : rows) == 0;
-    apply(out.specialize(whole), TailStrategy::RoundUp);
+    for (const Expr& c : cases) apply(out.specialize(c && whole), TailStrategy::RoundUp);
+    // (No branch of whole tiles outside the cases: they are the calls that matter, and each branch
+    // is a copy of the whole loop nest to compile.)
+    if (cases.empty()) apply(out.specialize(whole), TailStrategy::RoundUp);
   }
+  for (const Expr& c : cases) apply(out.specialize(c), TailStrategy::GuardWithIf);
   apply(out, TailStrategy::GuardWithIf);
 
   Func acc = p.acc;
@@ -205,6 +213,10 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
     }
   }
   for (Func f : p.per_call) f.compute_root();
+  for (Func f : p.column_params) {
+    f.compute_root();
+    if (vector_epilogue) f.vectorize(f.args()[0], lanes, TailStrategy::GuardWithIf);
+  }
   // Row sums (wrapping integer sums, so any order gives the same bits): where A's rows are packed,
   // per tile row (or row block, or task), so that each task sums its own rows while they are in
   // cache and a call forks its threads once. (Once per call before, in a parallel loop of its

@@ -21,6 +21,7 @@
 #include "autotune/kernel_key.h"
 #include "mmtune/mmtune.h"
 #include "reference/codecs.h"
+#include "runtime/host/qlinear_matmul_host.h"
 #include "runtime/host/quant_matmul_dequant_host.h"
 #include "runtime/src/kernel_call.h"
 #include "schedules/cpu/matmul_params.h"
@@ -355,6 +356,47 @@ QlmInputs qlm_inputs(DType ta, DType tb, DType ty, DType scale, Shape a_shape, S
 }
 
 bool has_kernels() { return runtime::kernel_target() != "none"; }
+
+// The host hands the kernels a parameter that is one value for all rows (or columns) with stride
+// 0, whatever its shape: the kernels' per-tensor branch (the multiplier and zero-point terms per
+// column, once per call) serves exactly those calls. The outputs of both branches are checked
+// against the reference by the shipped-kernel tests above (cases equal_params, *_differs).
+TEST(QLinearMatMulHost, ParametersOneForAllAreViewedWithStrideZero) {
+  std::mt19937_64 rng(testing::variant_seed());
+  const int64_t m = 7, n = 9, k = 5;
+  QlmInputs in = qlm_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, {m, k},
+                            {k, n}, rng);
+  auto strides = [&] {
+    const QLinearMatMulPlan plan = validate_qlinear_matmul(in.args());
+    QLinearMatMulEntryParams p;
+    widen_entry_params(in.args(), plan, {}, p);
+    const auto views = param_views(p, m, n);
+    std::array<int, 4> s{};
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(views[i].dim(0).extent(), i < 2 ? m : n);
+      s[i] = views[i].dim(0).stride();
+    }
+    return s;
+  };
+  // Per tensor: a_scale, a_zero_point, b_zero_point stride 0; b_scale is always read per column.
+  EXPECT_EQ(strides(), (std::array<int, 4>{0, 0, 1, 0}));
+  // Per row and per column, every value the same: the same views.
+  in.as = Tensor::from(DType::kFloat32, {m, 1}, std::vector<float>(m, 0.02f));
+  in.az = Tensor::from(DType::kUInt8, {m, 1}, std::vector<uint8_t>(m, 7));
+  in.bz = Tensor::from(DType::kInt8, {1, n}, std::vector<int8_t>(n, -3));
+  EXPECT_EQ(strides(), (std::array<int, 4>{0, 0, 1, 0}));
+  // One row's scale differs: A's parameters per row (both, as the kernels branch on both).
+  in.as.data<float>()[m - 1] = 0.04f;
+  EXPECT_EQ(strides(), (std::array<int, 4>{1, 1, 1, 0}));
+  in.as.data<float>()[m - 1] = 0.02f;
+  // One row's zero point differs.
+  in.az.data<uint8_t>()[0] = 8;
+  EXPECT_EQ(strides(), (std::array<int, 4>{1, 1, 1, 0}));
+  in.az.data<uint8_t>()[0] = 7;
+  // One column's zero point differs.
+  in.bz.data<int8_t>()[n - 1] = -2;
+  EXPECT_EQ(strides(), (std::array<int, 4>{0, 0, 1, 1}));
+}
 
 TEST(QuantizedFallback, EmptySumAndEmptyOutputTakeTheReference) {
   std::mt19937_64 rng(testing::variant_seed());

@@ -83,6 +83,13 @@ std::vector<QlmCase> qlinear_matmul_cases(int rows, int cols) {
   out.push_back({"vector_both", {300}, {300}, {}, {}, "full_range"});
   out.push_back({"ties", {2 * rows + 1, 40}, {40, 2 * cols + 3}, {}, {}, "ties"});
   out.push_back({"wrap_int32", {2, 33100}, {33100, cols + 1}, {}, {}, "wrap"});
+  // Per-row / per-column parameters of one value each (the kernels' per-tensor branch, found by
+  // value), and so but for the last row's or column's one (their general branch).
+  for (const char* data :
+       {"equal_params", "a_scale_differs", "a_zero_point_differs", "b_zero_point_differs"}) {
+    out.push_back({data, {2 * rows + 3, 50}, {50, 2 * cols + 5}, {2 * rows + 3, 1}, {2 * cols + 5},
+                   data});
+  }
   out.push_back({"extreme_scales",
                  {rows + 1, 64},
                  {64, 3 * cols},
