@@ -154,8 +154,9 @@ Examples:
 
 const char* kParallelOnlyHelp =
     "in each bucket where a schedule that splits into parallel tasks passed, the winner is one "
-    "of those (candidates are timed at --threads: at 1 thread a serial schedule can win by a few "
-    "percent, then use one core whatever the caller's thread count)";
+    "of those (row tasks counted at the bucket's smallest M; candidates are timed at --threads: at "
+    "1 thread a serial schedule can win by a few percent, then use one core whatever the caller's "
+    "thread count)";
 
 const char* kEmitHelp = R"(
 Writes DIR/tuned/<target>.json for each target of the database (or each --target), the winners in

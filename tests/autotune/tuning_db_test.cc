@@ -304,16 +304,28 @@ TEST(TuningDbMerge, BucketsWithinNoiseShareOneScheduleOthersKeepTheirOwn) {
   EXPECT_FALSE(runs_parallel(two[1]));
   only = merge_within_noise(two, best_records(two));
   EXPECT_EQ(only.begin()->second.served->schedule.at("tile_rows"), 4);
-  // With B prepacked, the row blocks (or tile rows) of each strip are tasks too: one 64-column
-  // strip at M = 64 is 11 tasks of 6-row tiles, 2 of 32-row blocks, 1 of a 64-row block.
+  // With B prepacked, the row blocks (or tile rows) of each strip are tasks too, counted at the
+  // bucket's smallest M (the kernel serves all of its bucket): one 64-column strip in m65+ timed at
+  // 256 rows is, at M = 65, 11 tasks of 6-row tiles, 3 of 32-row blocks, 2 of 64-row blocks and 1
+  // of a 128-row block (two at the timed M).
   Record pre = two[1];
-  pre.shape = {64, 64, 64};
+  pre.bucket = "m65+.n1-512.k1-512";
+  pre.shape = {256, 64, 64};
   EXPECT_FALSE(runs_parallel(pre)) << "one strip, and without prepacked B only strips are tasks";
   pre.identity += ":prepacked_b=true";
   EXPECT_TRUE(runs_parallel(pre));
   pre.schedule["m_block"] = 32;
   EXPECT_TRUE(runs_parallel(pre));
   pre.schedule["m_block"] = 64;
+  EXPECT_TRUE(runs_parallel(pre));
+  pre.schedule["m_block"] = 128;
+  EXPECT_FALSE(runs_parallel(pre)) << "one task for every call of 65-128 rows";
+  // In m9-64 (M = 9 at least): 6-row tiles are two tasks, a 32-row block one.
+  pre.bucket = "m9-64.n1-512.k1-512";
+  pre.shape = {64, 64, 64};
+  pre.schedule["m_block"] = 0;
+  EXPECT_TRUE(runs_parallel(pre));
+  pre.schedule["m_block"] = 32;
   EXPECT_FALSE(runs_parallel(pre));
   two[1].schedule["n_block"] = 0;  // tile rows at M = 1: one task
   EXPECT_FALSE(runs_parallel(two[1]));
