@@ -200,10 +200,12 @@ QlmInputs make_qlinear_matmul_inputs(DType ta, DType tb, DType ty, DType st, con
           t.data<uint16_t>()[i] = float_to_bfloat16(half());
           break;
         case DType::kInt8:
-          t.data<int8_t>()[i] = static_cast<int8_t>(t.data<int8_t>()[0] > -128 ? t.data<int8_t>()[0] - 1 : -127);
+          t.data<int8_t>()[i] =
+              static_cast<int8_t>(t.data<int8_t>()[0] > -128 ? t.data<int8_t>()[0] - 1 : -127);
           break;
         default:
-          t.data<uint8_t>()[i] = static_cast<uint8_t>(t.data<uint8_t>()[0] > 0 ? t.data<uint8_t>()[0] - 1 : 1);
+          t.data<uint8_t>()[i] =
+              static_cast<uint8_t>(t.data<uint8_t>()[0] > 0 ? t.data<uint8_t>()[0] - 1 : 1);
       }
     };
     if (c.data == "a_scale_differs") differ(in.as);

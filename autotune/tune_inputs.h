@@ -222,8 +222,8 @@ Tensor random_float_tensor(DType t, Shape shape, std::mt19937_64& rng, FloatData
 // One QLinearMatMul (int8/uint8) case: operand and parameter shapes and the kind of data.
 struct QlmCase {
   std::string name;
-  Shape a, b;                   // operand shapes
-  Shape a_param, b_param;       // scale / zero-point shapes
+  Shape a, b;              // operand shapes
+  Shape a_param, b_param;  // scale / zero-point shapes
   // random | full_range | ties | wrap | extreme_scales; or equal_params (the per-row / per-column
   // parameters each one value), a_scale_differs, a_zero_point_differs, b_zero_point_differs (so,
   // but for the last element of that one)

@@ -284,7 +284,8 @@ bool runs_parallel(const Record& r) {
   // every M of its bucket, and a row block as tall as the smallest makes those calls one task.
   int64_t m = r.shape[0];
   const int64_t n = r.shape[1];
-  if (r.bucket.size() > 1 && r.bucket[0] == 'm' && std::isdigit(static_cast<unsigned char>(r.bucket[1]))) {
+  if (r.bucket.size() > 1 && r.bucket[0] == 'm' &&
+      std::isdigit(static_cast<unsigned char>(r.bucket[1]))) {
     m = std::min<int64_t>(m, std::stoll(r.bucket.substr(1)));
   }
   const int64_t strips = knob("n_block") > 0 ? ceil_div(n, knob("n_block")) : 0;

@@ -33,8 +33,8 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
   GeneratorParam<bool> prepacked_b{"prepacked_b", false};
   schedules::ScheduleKnobs schedule_knobs;
 
-  Input<Buffer<void, 2>> a{"a"};               // (K, M): int8 or uint8
-  Input<Buffer<void, 2>> b{"b"};               // (N, K): int8 or uint8
+  Input<Buffer<void, 2>> a{"a"};  // (K, M): int8 or uint8
+  Input<Buffer<void, 2>> b{"b"};  // (N, K): int8 or uint8
   // (M): per row, widened exactly to float32; stride 0 (with a_zero_point's) when one for all rows
   Input<Buffer<float, 1>> a_scale{"a_scale"};
   Input<Buffer<int32_t, 1>> a_zero_point{"a_zero_point"};  // (M)
@@ -127,8 +127,8 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
         column_multiplier(x) = multiplier(a_scale(0), b_scale(x));
         p_.column_params.push_back(column_multiplier);
         const Func offset = q.column_offset(p_, a_zero_point(0), zb);
-        const Expr fast = requantized(q.accumulator(p_, offset, b_zero_point(0)),
-                                      column_multiplier(j));
+        const Expr fast =
+            requantized(q.accumulator(p_, offset, b_zero_point(0)), column_multiplier(j));
         y(j, i) = select(uniform, fast, general);
         p_.epilogue_cases.push_back(uniform);
       } else {

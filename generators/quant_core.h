@@ -16,8 +16,8 @@ struct QuantCore {
   // Added to A and its zero point when the layout flips A's sign (MatmulLayout::flip_a_sign:
   // -128 for uint8 A, +128 for int8 A; row_sums are of the flipped A); 0 otherwise.
   int a_offset = 0;
-  // Whether column_sums is computed by the pipeline (a per_column producer); else it is read from an
-  // input (a prepacked B's sums).
+  // Whether column_sums is computed by the pipeline (a per_column producer); else it is read from
+  // an input (a prepacked B's sums).
   bool column_sums_computed = false;
   // The exact int32 accumulator of p's (j, i) given the zero points (int32 Exprs of row i / column
   // j).

@@ -91,9 +91,8 @@ void widen_entry_params(const QLinearMatMulArgs& args, const QLinearMatMulPlan& 
 
 std::array<Halide::Runtime::Buffer<void>, 4> param_views(const QLinearMatMulEntryParams& p,
                                                          int64_t m, int64_t n) {
-  return {view_parameter(p.a_scale, m, p.a_uniform),
-          view_parameter(p.a_zero_point, m, p.a_uniform), view_parameter(p.b_scale, n, false),
-          view_parameter(p.b_zero_point, n, p.b_zero_uniform)};
+  return {view_parameter(p.a_scale, m, p.a_uniform), view_parameter(p.a_zero_point, m, p.a_uniform),
+          view_parameter(p.b_scale, n, false), view_parameter(p.b_zero_point, n, p.b_zero_uniform)};
 }
 
 Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,

@@ -30,8 +30,6 @@ using QLinearMatMulKernelCall = std::function<int(
     halide_buffer_t* b_scale, halide_buffer_t* b_zero_point, halide_buffer_t* b_column_sums,
     float y_scale, int32_t y_zero_point, halide_buffer_t* y)>;
 
-
-
 // Why a valid call (`plan` = validate_qlinear_matmul(args)) runs no kernel, or nullopt: an empty
 // output ("Y is empty"), or K = 0 (an empty sum: the reference evaluates the requantized zero; an
 // empty operand has no host pointer, which a Halide pipeline takes for a bounds query).

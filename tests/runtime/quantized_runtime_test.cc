@@ -364,8 +364,8 @@ bool has_kernels() { return runtime::kernel_target() != "none"; }
 TEST(QLinearMatMulHost, ParametersOneForAllAreViewedWithStrideZero) {
   std::mt19937_64 rng(testing::variant_seed());
   const int64_t m = 7, n = 9, k = 5;
-  QlmInputs in = qlm_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, {m, k},
-                            {k, n}, rng);
+  QlmInputs in =
+      qlm_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, {m, k}, {k, n}, rng);
   auto strides = [&] {
     const QLinearMatMulPlan plan = validate_qlinear_matmul(in.args());
     QLinearMatMulEntryParams p;

@@ -87,8 +87,8 @@ std::vector<QlmCase> qlinear_matmul_cases(int rows, int cols) {
   // value), and so but for the last row's or column's one (their general branch).
   for (const char* data :
        {"equal_params", "a_scale_differs", "a_zero_point_differs", "b_zero_point_differs"}) {
-    out.push_back({data, {2 * rows + 3, 50}, {50, 2 * cols + 5}, {2 * rows + 3, 1}, {2 * cols + 5},
-                   data});
+    out.push_back(
+        {data, {2 * rows + 3, 50}, {50, 2 * cols + 5}, {2 * rows + 3, 1}, {2 * cols + 5}, data});
   }
   out.push_back({"extreme_scales",
                  {rows + 1, 64},
