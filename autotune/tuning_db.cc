@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +16,7 @@
 #include <utility>
 
 #include "autotune/atomic_file.h"
+#include "autotune/tune_buckets.h"
 #include "reference/error.h"
 
 namespace mmtune::tune {
@@ -280,14 +280,11 @@ bool runs_parallel(const Record& r) {
   // strip.
   auto knob = [&](const char* name) { return std::max<int64_t>(s.value(name, 0), 0); };
   auto ceil_div = [](int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 1; };
-  // Rows at the bucket's smallest M ("m65+.n..." -> 65), strips at the timed N: the kernel serves
-  // every M of its bucket, and a row block as tall as the smallest makes those calls one task.
-  int64_t m = r.shape[0];
+  // Rows at the smallest M of the timed shape's bucket (m65+ -> 65), strips at the timed N: the
+  // kernel serves every M of its bucket, and a row block as tall as the smallest makes those calls
+  // one task.
   const int64_t n = r.shape[1];
-  if (r.bucket.size() > 1 && r.bucket[0] == 'm' &&
-      std::isdigit(static_cast<unsigned char>(r.bucket[1]))) {
-    m = std::min<int64_t>(m, std::stoll(r.bucket.substr(1)));
-  }
+  const int64_t m = tune::bucket_of(r.shape[0], n, r.shape[2]).m_min;
   const int64_t strips = knob("n_block") > 0 ? ceil_div(n, knob("n_block")) : 0;
   const int64_t rows = knob("m_block") > 0 ? ceil_div(m, knob("m_block"))
                                            : ceil_div(m, std::max<int64_t>(knob("tile_rows"), 1));

@@ -130,8 +130,8 @@ constexpr double kMergeNoiseCap = 0.05;
 // Whether a record's schedule splits its shape into two or more parallel tasks (cpu_matmul and the
 // templates sharing its knobs: "parallel" true, and more than one strip, row block or tile row;
 // with B prepacked, the row blocks or tile rows of every strip count). Rows are counted at the
-// smaller of the shape's M and its bucket's smallest M (a kernel serves its whole bucket: 128-row
-// blocks timed at 256^3 are two tasks there but one for every call of up to 128 rows).
+// smallest M of the shape's bucket (a kernel serves its whole bucket: 128-row blocks timed at 256^3
+// are two tasks there but one for every call of up to 128 rows).
 bool runs_parallel(const Record& r);
 struct Serving {
   const Record* winner;  // the bucket's own winner (best_records)

@@ -106,12 +106,7 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
         return requant == RequantMode::kFloat32 ? requantize_float32(acc, mult, y_zero_point, out)
                                                 : requantize_float64(acc, mult, y_zero_point, out);
       };
-      // B's zero points copied once per call: with a zero stride allowed, reading them per output
-      // would be a gather.
-      Var x("x");
-      Func zb("b_zero_points");
-      zb(x) = b_zero_point(x);
-      p_.per_call.push_back(zb);
+      const Func zb = dense_zero_points(p_, b_zero_point);
       const Expr general = requantized(q.accumulator(p_, a_zero_point(i), zb(j)), mult);
       if (p_.layout.epilogue_cases && !using_autoscheduler()) {
         // A's scale and zero point one for all rows and B's zero point one for all columns (the
@@ -123,6 +118,7 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
         // same bits.
         const Expr uniform = a_scale.dim(0).stride() == 0 && a_zero_point.dim(0).stride() == 0 &&
                              b_zero_point.dim(0).stride() == 0;
+        Var x("x");
         Func column_multiplier("column_multiplier");
         column_multiplier(x) = multiplier(a_scale(0), b_scale(x));
         p_.column_params.push_back(column_multiplier);

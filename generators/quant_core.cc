@@ -102,6 +102,14 @@ QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Func& a, const 
   return q;
 }
 
+Func dense_zero_points(schedules::MatmulPipeline& p, const Func& zb) {
+  Var x("x");
+  Func dense("b_zero_points");
+  dense(x) = zb(x);
+  p.per_call.push_back(dense);
+  return dense;
+}
+
 Expr requantize_float32(const Expr& acc, const Expr& m, const Expr& zp, const Type& out) {
   const Expr f = strict_float(cast(Float(32), acc) * m);
   // sat(RNE(f) + zp, lo, hi) computed as RNE(clamp(f, lo - zp, hi - zp)) + zp: the bounds are

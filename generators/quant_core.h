@@ -45,6 +45,10 @@ QuantCore build_quant_matmul(schedules::MatmulPipeline& p, const Halide::Func& a
                              const Halide::Expr& k,
                              const Halide::Func& prepacked_column_sums = Halide::Func());
 
+// B's zero points zb(x) copied densely once per call (added to p's per-call producers): their
+// buffer may have a zero stride, and read per output through it they would be a gather.
+Halide::Func dense_zero_points(schedules::MatmulPipeline& p, const Halide::Func& zb);
+
 // y = sat(RNE(fl32(fl32(acc) * m)) + zp) to `out` (int8/uint8): requant mode float32.
 Halide::Expr requantize_float32(const Halide::Expr& acc, const Halide::Expr& m,
                                 const Halide::Expr& zp, const Halide::Type& out);
