@@ -9,6 +9,8 @@
 #include <mutex>
 #include <set>
 
+#include "runtime/host/thread_pool.h"
+
 namespace mmtune::jit {
 namespace {
 
@@ -82,7 +84,28 @@ JitCache& cache() {
 
 }  // namespace
 
-ErrorContext::ErrorContext() { handlers.custom_error = capture_error; }
+// The JIT's parallel loops run on the runtime's pool (runtime/host/thread_pool.h), so the tuner
+// times candidates as they will run when shipped.
+struct JitLoop {
+  int (*task)(Halide::JITUserContext*, int, uint8_t*);
+  Halide::JITUserContext* ctx;
+};
+
+int run_jit_task(void* loop, int i, uint8_t* closure) {
+  const JitLoop* l = static_cast<const JitLoop*>(loop);
+  return l->task(l->ctx, i, closure);
+}
+
+int jit_par_for(Halide::JITUserContext* ctx, int (*task)(Halide::JITUserContext*, int, uint8_t*),
+                int min, int extent, uint8_t* closure) {
+  JitLoop loop{task, ctx};
+  return host::pool_do_par_for(&loop, run_jit_task, min, extent, closure);
+}
+
+ErrorContext::ErrorContext() {
+  handlers.custom_error = capture_error;
+  handlers.custom_do_par_for = jit_par_for;
+}
 
 const std::vector<std::string>& autoschedulers() {
   static const std::vector<std::string> names = {"Adams2019", "Mullapudi2016", "Li2018"};

@@ -2,6 +2,7 @@
 // and what is linked and used (levels, kernels).
 #include "HalideRuntime.h"
 #include "mmtune/mmtune.h"
+#include "runtime/host/thread_pool.h"
 #include "runtime/src/dispatch.h"
 
 namespace mmtune {
@@ -10,17 +11,7 @@ int set_num_threads(int n) {
   if (n < 0)
     invalid("mmtune::set_num_threads", "n=", n,
             " is negative; expected 0 (default) or a thread count");
-  const int previous = halide_set_num_threads(n);
-  // Halide's pool keeps the workers it has started: with a smaller count set after kernels have
-  // run, they still take tasks (measured: two cores busy after set_num_threads(1)). Shut the pool
-  // down so that the next call starts it with the new count (setting it again: shutting down resets
-  // it).
-  const int now = halide_set_num_threads(n);  // the count just set (n, or the default for 0)
-  if (now != previous) {
-    halide_shutdown_thread_pool();
-    halide_set_num_threads(n);
-  }
-  return previous;
+  return host::pool_set_threads(n);
 }
 
 namespace runtime {

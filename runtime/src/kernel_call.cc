@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "HalideRuntime.h"
+#include "runtime/host/thread_pool.h"
 #include "runtime/src/dispatch.h"
 
 namespace mmtune {
@@ -48,15 +49,19 @@ void on_halide_error(void* user_context, const char* message) {
   if (r.previous) r.previous(user_context, message);
 }
 
-void install_error_handler() {
+// Halide's error handler, and its parallel loops on mmtune's pool (runtime/host/thread_pool.h).
+void install_handlers() {
   static std::once_flag once;
-  std::call_once(once, [] { routing().previous = halide_set_error_handler(on_halide_error); });
+  std::call_once(once, [] {
+    routing().previous = halide_set_error_handler(on_halide_error);
+    halide_set_custom_do_par_for(host::pool_do_par_for);
+  });
 }
 
 }  // namespace
 
 KernelCall::KernelCall(const KernelEntry& kernel) : kernel_(kernel) {
-  install_error_handler();
+  install_handlers();
   std::lock_guard<std::mutex> lock(routing().mu);
   routing().live.push_back(this);
 }

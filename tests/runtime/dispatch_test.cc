@@ -316,9 +316,9 @@ int process_threads() {
   return n;
 }
 
-// set_num_threads(1) after kernels ran on more threads leaves one: Halide's pool keeps the
-// workers it has started (they took tasks: two cores busy at one thread) unless it is restarted.
-TEST(Threads, ALowerCountStopsTheWorkersAlreadyStarted) {
+// The kernels run on mmtune's pool (runtime/host/thread_pool.h): n - 1 workers at n threads, the
+// count set_num_threads gives, started and stopped by it; no other pool starts workers.
+TEST(Threads, TheKernelsUseTheThreadsSet) {
   if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
   std::mt19937_64 rng(testing::variant_seed());
   const Tensor a = testing::random_tensor(DType::kFloat32, {256, 256}, rng, -2, 2);
@@ -326,23 +326,21 @@ TEST(Threads, ALowerCountStopsTheWorkersAlreadyStarted) {
   GemmArgs args;
   args.a = &a;
   args.b = &b;
-  const int before = process_threads();
-  const int previous = set_num_threads(3);
+  const Tensor expected = gemm(args);
+  const int previous = set_num_threads(1);
+  const int base = process_threads();
+  set_num_threads(3);
   DispatchInfo info;
-  runtime::gemm(args, &info);
+  EXPECT_TRUE(testing::bit_equal(expected, runtime::gemm(args, &info), "3 threads"));
   const int with_three = process_threads();
   set_num_threads(1);
-  const Tensor y = runtime::gemm(args);
+  EXPECT_TRUE(testing::bit_equal(expected, runtime::gemm(args), "1 thread"));
   const int with_one = process_threads();
   set_num_threads(previous);
-  EXPECT_TRUE(testing::bit_equal(gemm(args), y));
-  // A parallel kernel at 3 threads starts workers; at 1 thread none is left.
-  if (with_three > before) {
-    EXPECT_EQ(with_one, before) << info.kernel << ": " << with_three << " threads at 3";
-  }
-  EXPECT_LE(with_one, before) << info.kernel;
-  std::cout << "[threads] " << info.kernel << ": " << before << " threads before, " << with_three
-            << " at 3, " << with_one << " at 1\n";
+  EXPECT_EQ(with_three, base + 2) << info.kernel;
+  EXPECT_EQ(with_one, base) << info.kernel;
+  std::cout << "[threads] " << info.kernel << ": " << base << " threads at 1, " << with_three
+            << " at 3, " << with_one << " at 1 again\n";
 }
 
 TEST(Threads, ResultsDoNotDependOnThePoolOrConcurrentCallers) {

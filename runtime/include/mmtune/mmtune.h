@@ -47,9 +47,12 @@ class KernelError : public InternalError {
   int code_;
 };
 
-// Threads of the kernels' pool (Halide's, shared by every call in the process); 0 restores the
-// default ($HL_NUM_THREADS, else the number of cores). Returns the previous setting. A change
-// restarts the pool with the new count, so it must not be made while calls are running.
+// Threads of the kernels' pool (mmtune's, shared by every call in the process, the caller's thread
+// counted); 0 restores the default ($HL_NUM_THREADS, else the number of cores). Returns the
+// previous count. A change starts or stops the pool's workers, so it must not be made while calls
+// are running. Idle workers spin for $MMTUNE_SPIN_US microseconds (200 by default) before they
+// sleep, so that back-to-back calls find them awake. A call made while another thread's call runs
+// on the pool, or from inside a kernel, runs on its own thread.
 int set_num_threads(int n);
 
 namespace runtime {
