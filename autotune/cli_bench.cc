@@ -352,6 +352,7 @@ std::function<int()> add_bench_command(CLI::App& app) {
     double max_time = 2.0;
     uint64_t seed = 1;
     bool json = false;
+    bool warm = false;
   };
   auto o = std::make_shared<Opts>();
   sub->add_option("--op", o->ops, "kernel identity SPEC (repeatable)")->required();
@@ -369,6 +370,10 @@ std::function<int()> add_bench_command(CLI::App& app) {
                   "seconds of samples per implementation and shape at most (default 2)")
       ->check(CLI::Range(0.01, 3600.0));
   sub->add_option("--seed", o->seed, "seed of the input data");
+  sub->add_flag("--warm", o->warm,
+                "one copy of the inputs, called again and again: they stay in the caches (by "
+                "default the calls rotate over copies of the inputs that fill twice the "
+                "last-level cache, so that each call reads them from memory)");
   sub->add_flag("--json", o->json,
                 "a JSON array of objects (impl, op, shape, threads, rate in operations per second, "
                 "seconds per call, kernel, note, wrong, same_operation)");
@@ -471,7 +476,8 @@ Examples:
         if (asked && computes) names.push_back(i);
       }
       for (const NamedShape& s : shapes) {
-        const std::vector<OpCall> copies = tune::timing_calls(id, s.m, s.n, s.k, o->seed);
+        std::vector<OpCall> copies = tune::timing_calls(id, s.m, s.n, s.k, o->seed);
+        if (o->warm) copies.resize(1);
         // `all` takes the JIT only where the runtime has a kernel to take the schedule from.
         const std::vector<Impl> impls = make_impls(names, id, spec, copies, s, all);
         const bool jit = std::any_of(impls.begin(), impls.end(),

@@ -52,10 +52,12 @@ bool wait_for_other_threads_to_idle(double max_seconds);
 // (wait_for_other_threads_to_idle, 0.5 s at most; once a wait runs out, no more waits in this
 // call): otherwise one library's spinning workers share the cores with the next implementation's
 // sample, and at 2 threads on 2 cores that sample runs as if on one.
-// `around(i, true)` and `around(i, false)`, where given, run untimed before and after the warm-up
-// and each sample of implementation i: a thread pool whose workers spin-wait between calls wakes
-// them before (so a sample does not start with the scheduler's latency) and sends them to sleep
-// after (so they do not spin through the next implementation's sample).
+// At more than one thread (o.threads), one untimed call of the implementation starts each
+// sample, which wakes its pool's workers. `around(i, true)` and `around(i, false)`, where given,
+// run untimed before and after the warm-up and each sample of implementation i: a thread pool whose
+// workers spin-wait between calls wakes them before (so a sample does not start with the
+// scheduler's latency) and sends them to sleep after (so they do not spin through the next
+// implementation's sample).
 std::vector<std::vector<double>> time_interleaved(
     std::size_t count, std::size_t copies,
     const std::function<void(std::size_t, std::size_t)>& call, const MeasureOptions& o,
