@@ -248,7 +248,10 @@ std::function<int()> add_autotune_command(CLI::App& app) {
                   "candidates per identity and bucket (default 12; with --budget, 1000)");
   sub->add_option("--threads", o->threads, "threads of each timed kernel")
       ->check(CLI::Range(1, 1024));
-  sub->add_option("--jobs", o->jobs, "workers compiling and gating at once (default: cores)");
+  sub->add_option(
+      "--jobs", o->jobs,
+      "workers compiling and gating at once (default: cores / --threads, at least 1, so "
+      "that a candidate is timed with the cores its threads need)");
   sub->add_option("--db", o->db, "database (default <out>/tuning.jsonl)");
   sub->add_option("--out", o->out, "output folder (default mmtune-out/<target>)");
   sub->add_option("--seed", o->seed, "seed of every random choice");
@@ -295,8 +298,11 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     }
     t.budget_s = o->budget.empty() ? 0 : parse_duration(o->budget);
     t.max_candidates = o->max_candidates > 0 ? o->max_candidates : (t.budget_s > 0 ? 1000 : 12);
-    t.jobs =
-        o->jobs > 0 ? o->jobs : std::max<int>(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+    // By default the cores are shared so that a candidate timed on --threads threads has them:
+    // workers compiling beside a 2-thread timing on 2 cores preempt its pool's threads, and a
+    // task waited on then takes a scheduler slice (2-thread samples of 3 and of 97 us alternated).
+    const int cores = std::max<int>(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+    t.jobs = o->jobs > 0 ? o->jobs : std::max(1, cores / std::max(1, o->threads));
     t.measure.threads = o->threads;
     t.out = o->out.empty() ? "mmtune-out/" + t.target : o->out;
     t.db = o->db.empty() ? t.out + "/tuning.jsonl" : o->db;

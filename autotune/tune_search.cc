@@ -258,6 +258,21 @@ std::vector<schedules::Schedule> Strategy::next(int count,
   std::sort(passed.begin(), passed.end(),
             [](const Record* a, const Record* b) { return a->rate > b->rate; });
   if (passed.size() > 5) passed.resize(5);
+  // At more than one thread: those parents split into a parallel task per thread at this shape
+  // (each split tried once, like any candidate).
+  if (threads_ > 1) {
+    for (const Record* r : passed) {
+      schedules::Schedule p;
+      try {
+        p = r->schedule.get<schedules::Schedule>();
+      } catch (const std::exception&) {
+        continue;
+      }
+      for (const schedules::Schedule& c :
+           schedules::thread_splits(p, target_, acc_, shape[0], shape[1], threads_))
+        take(c);
+    }
+  }
   // The model learns from every bucket's records; refitted when there are new ones (the database
   // only grows). After a failure it is not asked again: mutations are then chosen unranked.
   auto model_failure = [&](const CostModelError& e) {

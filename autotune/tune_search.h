@@ -97,6 +97,9 @@ class Strategy {
                                         const std::vector<int64_t>& shape,
                                         const std::vector<schedules::Schedule>& seeds);
   const std::string& name() const { return name_; }
+  // The threads candidates are timed at: above 1, the best parents' splits into a parallel task
+  // per thread (schedules::thread_splits) are tried as soon as those parents are known.
+  void set_threads(int threads) { threads_ = threads; }
   // Replaces the cost model (tests: one whose XGBoost fails).
   void set_model(CostModel model) { model_ = std::move(model); }
   // Whether the cost model failed (CostModelError); from then on mutations are chosen unranked.
@@ -113,6 +116,7 @@ class Strategy {
   std::mt19937_64 rng_;
   double epsilon_;
   bool started_ = false;
+  int threads_ = 1;
   std::vector<schedules::Schedule> generation0_;  // the defaults and seeds not yet handed out
   std::set<std::string> seen_;
   CostModel model_;

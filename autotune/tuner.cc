@@ -484,6 +484,7 @@ TuneSummary autotune(const TuneOptions& o) {
     const schedules::Accumulator acc = accumulator_of(u.id);
     Strategy strategy(o.strategy, info, acc,
                       mix(o.seed, u.identity + "|" + u.bucket.name + "|" + o.strategy));
+    strategy.set_threads(o.measure.threads);
     std::vector<const Record*> existing = records_of(u, "");
     for (const Record* r : existing) strategy.mark_seen(r->schedule);
     summary.resumed += static_cast<int>(existing.size());

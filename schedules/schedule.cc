@@ -186,6 +186,32 @@ std::vector<Schedule> shape_seeds(const TargetInfo& t, Accumulator acc, int64_t 
   return seeds;
 }
 
+std::vector<Schedule> thread_splits(const Schedule& s, const TargetInfo& t, Accumulator acc,
+                                    int64_t m, int64_t n, int threads) {
+  std::vector<Schedule> out;
+  const CpuMatmulParams* p = s.register_tiled();
+  if (!p || !p->parallel || threads < 2) return out;
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  auto child = [&](auto edit) {
+    Schedule::Params params = s.params();
+    std::visit(
+        [&](auto& q) {
+          if constexpr (std::is_base_of_v<CpuMatmulParams, std::decay_t<decltype(q)>>) edit(q);
+        },
+        params);
+    const Schedule c(params);
+    if (!c.validate(t, acc)) out.push_back(c);
+  };
+  const int64_t rows = ceil_div(ceil_div(m, threads), p->tile_rows) * p->tile_rows;
+  if (p->m_block > 0 && ceil_div(m, p->m_block) < threads && rows < m)
+    child([&](CpuMatmulParams& q) { q.m_block = static_cast<int>(rows); });
+  const int64_t w = p->tile_columns(t, acc.bits);
+  const int64_t cols = ceil_div(ceil_div(n, threads), w) * w;
+  if (p->n_block > 0 && ceil_div(n, p->n_block) < threads && cols < n)
+    child([&](CpuMatmulParams& q) { q.n_block = static_cast<int>(cols); });
+  return out;
+}
+
 Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulator acc,
                 std::mt19937_64& rng) {
   Schedule::Params p = template_by_name(template_name);

@@ -102,6 +102,15 @@ Schedule default_schedule(const TargetInfo& t, Accumulator acc);
 // random walk rarely assembles (four knobs must agree); empty elsewhere.
 std::vector<Schedule> shape_seeds(const TargetInfo& t, Accumulator acc, int64_t m);
 
+// Children of `s` that split an (m, n) product into `threads` parallel tasks where `s` gives
+// fewer (a register-tiled schedule with `parallel` on): row blocks of ceil(m / threads) rows in
+// whole tile rows, where m_block makes fewer row blocks than threads; strips of ceil(n / threads)
+// columns in whole tiles, where n_block makes fewer strips. Only valid children. (At the timed M,
+// every m_block >= M is the same kernel, so a search whose parents run one task rarely draws the
+// split; with B prepacked, row blocks are tasks, else strips are.)
+std::vector<Schedule> thread_splits(const Schedule& s, const TargetInfo& t, Accumulator acc,
+                                    int64_t m, int64_t n, int threads);
+
 // The search space: a uniform draw of valid parameters of `template_name` for `t` and `acc`
 // (rejection sampling against validate()). InvalidArgument when the template does not fit `t`.
 Schedule sample(const std::string& template_name, const TargetInfo& t, Accumulator acc,

@@ -358,5 +358,44 @@ TEST_F(CostModelTest, AnXGBoostFailureLeavesTheStrategyUnranked) {
   }
 }
 
+// At 2 threads the best parents that run one task at the timed shape are split into a task per
+// thread (schedules::thread_splits) among the next candidates; at 1 thread they are not.
+TEST_F(CostModelTest, AtTwoThreadsTheBestParentsAreSplitIntoTwoTasks) {
+  const Shape sh{64, 64, 64};
+  auto p =
+      std::get<schedules::CpuMatmulParams>(schedules::default_schedule(info_, kFloat32).params());
+  p.tile_rows = 4;
+  p.tile_vectors = 2;
+  p.vector_width = 0;
+  p.m_block = 128;
+  p.n_block = 1024;
+  p.parallel = true;
+  const schedules::Schedule best{schedules::Schedule::Params(p)};
+  ASSERT_FALSE(best.validate(info_, kFloat32));
+  std::vector<Record> rs = records(draw(10, 31), sh);
+  Record top = record(best, sh);
+  top.rate = 1e15;  // above every drawn one: the first parent
+  rs.push_back(top);
+  for (const int threads : {1, 2}) {
+    Strategy strategy("evolutionary", info_, kFloat32, 7);
+    strategy.set_threads(threads);
+    for (const Record& r : rs) strategy.mark_seen(r.schedule);
+    const std::vector<schedules::Schedule> next =
+        strategy.next(4, pointers(rs), rs[0].bucket, {sh.m, sh.n, sh.k}, {});
+    int rows = 0, strips = 0;
+    for (const schedules::Schedule& s : next) {
+      auto same_but = [&](int schedules::CpuMatmulParams::*knob, int value) {
+        auto r = p;
+        r.*knob = value;
+        return s == schedules::Schedule(schedules::Schedule::Params(r));
+      };
+      rows += same_but(&schedules::CpuMatmulParams::m_block, 32);
+      strips += same_but(&schedules::CpuMatmulParams::n_block, 32);
+    }
+    EXPECT_EQ(rows, threads == 2 ? 1 : 0) << threads << " threads";
+    EXPECT_EQ(strips, threads == 2 ? 1 : 0) << threads << " threads";
+  }
+}
+
 }  // namespace
 }  // namespace mmtune::tune

@@ -692,6 +692,46 @@ TEST(Seam, TheGeneratorRefusesAScheduleThatDoesNotFit) {
 namespace mmtune {
 namespace {
 
+// The tuner's splits of a schedule into a parallel task per thread: row blocks of ceil(M / T)
+// rows in whole tile rows, strips of ceil(N / T) columns in whole tiles, only where the schedule
+// gives fewer tasks than threads, only parallel schedules, nothing at one thread; every child
+// valid and otherwise the same.
+TEST(ThreadSplits, SplitRowBlocksAndStripsIntoATaskPerThread) {
+  const TargetInfo t = schedules::target_info("x86-64-linux-avx2-fma-f16c");
+  const Accumulator acc{32, true};
+  auto p = std::get<CpuMatmulParams>(schedules::default_schedule(t, acc).params());
+  p.tile_rows = 4;
+  p.tile_vectors = 2;
+  p.vector_width = 0;
+  p.m_block = 64;
+  p.n_block = 1024;
+  p.parallel = true;
+  const Schedule s{Schedule::Params(p)};
+  ASSERT_EQ(s.validate(t, acc), std::nullopt);
+  const int w = p.tile_columns(t, acc.bits);
+  auto with = [&](int m_block, int n_block) {
+    auto q = p;
+    q.m_block = m_block;
+    q.n_block = n_block;
+    return Schedule(Schedule::Params(q));
+  };
+  using V = std::vector<Schedule>;
+  EXPECT_EQ(schedules::thread_splits(s, t, acc, 64, 64, 2), (V{with(32, 1024), with(64, 32)}));
+  // Rounded up to whole tile rows and tiles: 9 rows -> blocks of 8; 50 columns -> strips of 2w.
+  EXPECT_EQ(schedules::thread_splits(s, t, acc, 9, 50, 2), (V{with(8, 1024), with(64, 2 * w)}));
+  EXPECT_EQ(schedules::thread_splits(s, t, acc, 64, 64, 3), (V{with(24, 1024), with(64, 32)}));
+  // Enough tasks already, or no smaller split: nothing.
+  EXPECT_TRUE(schedules::thread_splits(s, t, acc, 200, 3000, 2).empty());
+  EXPECT_TRUE(schedules::thread_splits(s, t, acc, 4, w, 2).empty());
+  EXPECT_TRUE(schedules::thread_splits(s, t, acc, 64, 64, 1).empty());
+  auto serial = p;
+  serial.parallel = false;
+  EXPECT_TRUE(
+      schedules::thread_splits(Schedule(Schedule::Params(serial)), t, acc, 64, 64, 2).empty());
+  for (const Schedule& c : schedules::thread_splits(s, t, acc, 64, 64, 2))
+    EXPECT_EQ(c.validate(t, acc), std::nullopt);
+}
+
 // The GEMV forms the search seeds small-M buckets with: valid where offered, K in blocks with one
 // tile row per block (B streamed once), one tile row over packed panels in the largest K group
 // the sum allows (the prepacked form) or over four packed panels at once in K blocks of 2 (B read
