@@ -115,5 +115,39 @@ TEST(Timing, ReportedSecondsReplaceTheWallClockWhereEveryCallGivesThem) {
   for (double s : samples[1]) EXPECT_GE(s, 100e-6);
 }
 
+// At more than one thread each sample starts with an untimed call (it wakes the implementation's
+// pool, asleep after the wait for idle threads): a first call after around(i, true) that takes
+// 30 ms is left out of the samples at 2 threads and makes every sample at 1 thread.
+TEST(Timing, AtTwoThreadsEachSampleStartsWithAnUntimedCall) {
+  for (const int threads : {1, 2}) {
+    MeasureOptions o;
+    o.min_sample_s = 0.002;
+    o.min_samples = 3;
+    o.max_samples = 3;
+    o.threads = threads;
+    bool first = false;  // the next call is the first since around(0, true)
+    int calls = 0;
+    const auto samples = time_interleaved(
+        1, 1,
+        [&](std::size_t, std::size_t) {
+          ++calls;
+          const double seconds = first ? 0.03 : 50e-6;
+          first = false;
+          const auto t0 = Clock::now();
+          while (seconds_since(t0) < seconds) {
+          }
+        },
+        o, [&](std::size_t, bool before) { first = before; });
+    ASSERT_EQ(samples.size(), 1u);
+    ASSERT_EQ(samples[0].size(), 3u) << threads << " threads";
+    if (threads == 1) {
+      for (double s : samples[0]) EXPECT_GE(s, 0.03) << "the slow first call is not timed";
+    } else {
+      EXPECT_LT(median_of(samples[0]), 0.01) << "the slow first call is timed at 2 threads";
+    }
+    EXPECT_GT(calls, 3);
+  }
+}
+
 }  // namespace
 }  // namespace mmtune::tune
