@@ -1,6 +1,5 @@
 // The runtime's entry points that are not one operator's adapter: the named entry point, threads,
 // and what is linked and used (levels, kernels).
-#include "HalideRuntime.h"
 #include "mmtune/mmtune.h"
 #include "runtime/host/thread_pool.h"
 #include "runtime/src/dispatch.h"

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -201,28 +200,21 @@ TEST(ThreadPool, ConcurrentCallersAllComplete) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
-// Threads of this process (Linux: /proc/self/task).
-int process_threads() {
-  int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) n += e.exists();
-  return n;
-}
-
 // The pool has n - 1 workers at n threads (the caller is the n-th), started and stopped by
 // set_num_threads; the default is $HL_NUM_THREADS, else the cores.
 TEST(ThreadPool, SetNumThreadsStartsAndStopsWorkers) {
   const int previous = set_num_threads(1);
-  const int base = process_threads();
+  const int base = testing::process_threads();
   EXPECT_EQ(set_num_threads(4), 1);
-  EXPECT_EQ(process_threads(), base + 3);
+  EXPECT_EQ(testing::process_threads(), base + 3);
   EXPECT_EQ(set_num_threads(2), 4);
-  EXPECT_EQ(process_threads(), base + 1);
+  EXPECT_EQ(testing::process_threads(), base + 1);
   set_num_threads(0);
   const unsigned cores = std::thread::hardware_concurrency();
   const char* env = std::getenv("HL_NUM_THREADS");
   const int expected = env && std::atoi(env) > 0 ? std::atoi(env) : static_cast<int>(cores);
   EXPECT_EQ(host::pool_threads(), expected);
-  EXPECT_EQ(process_threads(), base + expected - 1);
+  EXPECT_EQ(testing::process_threads(), base + expected - 1);
   set_num_threads(previous);
 }
 
@@ -237,7 +229,7 @@ TEST(ThreadPool, KernelsRunTheirLoopsOnThePool) {
   args.a = &a;
   args.b = &b;
   const Tensor expected = gemm(args);
-  const int threads = process_threads();
+  const int threads = testing::process_threads();
 
   const uint64_t before_jit = host::pool_loops();
   EXPECT_TRUE(testing::bit_equal(expected, gemm_halide(args, HalideVariant{})));
@@ -250,7 +242,8 @@ TEST(ThreadPool, KernelsRunTheirLoopsOnThePool) {
     EXPECT_GT(host::pool_loops(), before_aot)
         << info.kernel << ": the runtime kernel's loops did not reach the pool";
   }
-  EXPECT_EQ(process_threads(), threads) << "a thread pool other than mmtune's started workers";
+  EXPECT_EQ(testing::process_threads(), threads)
+      << "a thread pool other than mmtune's started workers";
   set_num_threads(0);
 }
 

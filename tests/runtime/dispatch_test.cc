@@ -309,13 +309,6 @@ TEST(HalideErrors, MappedToKernelErrorNamingTheKernel) {
 
 // ---- Threads ----
 
-// Threads of this process (Linux: /proc/self/task).
-int process_threads() {
-  int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) n += e.exists();
-  return n;
-}
-
 // The kernels run on mmtune's pool (runtime/host/thread_pool.h): n - 1 workers at n threads, the
 // count set_num_threads gives, started and stopped by it; no other pool starts workers.
 TEST(Threads, TheKernelsUseTheThreadsSet) {
@@ -328,14 +321,14 @@ TEST(Threads, TheKernelsUseTheThreadsSet) {
   args.b = &b;
   const Tensor expected = gemm(args);
   const int previous = set_num_threads(1);
-  const int base = process_threads();
+  const int base = testing::process_threads();
   set_num_threads(3);
   DispatchInfo info;
   EXPECT_TRUE(testing::bit_equal(expected, runtime::gemm(args, &info), "3 threads"));
-  const int with_three = process_threads();
+  const int with_three = testing::process_threads();
   set_num_threads(1);
   EXPECT_TRUE(testing::bit_equal(expected, runtime::gemm(args), "1 thread"));
-  const int with_one = process_threads();
+  const int with_one = testing::process_threads();
   set_num_threads(previous);
   EXPECT_EQ(with_three, base + 2) << info.kernel;
   EXPECT_EQ(with_one, base) << info.kernel;

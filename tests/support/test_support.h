@@ -30,6 +30,9 @@ inline void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
 
 namespace mmtune::testing {
 
+// Threads of this process (Linux: /proc/self/task).
+int process_threads();
+
 // The message of the InvalidArgument `f` throws, or "(no InvalidArgument)" when it throws none.
 std::string invalid_argument_message(const std::function<void()>& f);
 
