@@ -33,6 +33,8 @@ class LazyKernel {
   LazyKernel(KernelKey key, const HalideVariant& v, JitRun* run)
       : key_(std::move(key)), target_(v.target), executor_(v.executor), run_(run ? run : &own_) {
     // The JIT runs what it compiles on this CPU: a target it cannot run is refused, not faulted.
+    // Host kernels may use AMX tiles (cpu_matmul's amx knob), which Linux grants per process.
+    if (target_ == "host" && !executor_) request_amx();
     if (target_ != "host" && !executor_) {
       if (auto why = cpu_cannot_run(resolve_target(target_))) {
         invalid(key_.identity.op, "the JIT runs its kernels on this CPU, and ", *why);
@@ -99,7 +101,7 @@ KernelKey prepacked_key(KernelIdentity id, const HalideVariant& v, bool dot8, Pa
       key.schedule.layout(target_info_of(v), accumulator_of(key.identity));
   // Strips are computed whole past N: the panels cover them (runtime/host/packed_b.h).
   const auto* cpu = key.schedule.register_tiled();
-  *layout = {l.panel, l.k_group, l.pack_b, dot8, cpu ? cpu->n_block : 0};
+  *layout = {l.panel, l.k_group, l.pack_b, dot8, cpu ? cpu->n_block : 0, l.group_align};
   return key;
 }
 

@@ -75,7 +75,14 @@ schedules::Accumulator accumulator_of(const KernelIdentity& id) {
   const std::string tb = id.op == "QLinearMatMul" ? type("b.type")
                          : id.op == "QGemm"       ? type("B.type")
                                                   : "int8";
-  return {32, true, 8, ta != tb, ta == "uint8" && tb == "uint8"};
+  auto prepacked = id.params.find("prepacked_b");
+  return {32,
+          true,
+          8,
+          ta != tb,
+          ta == "uint8" && tb == "uint8",
+          false,
+          prepacked != id.params.end() && prepacked->second == "true"};
 }
 
 KernelKey kernel_key(const KernelIdentity& id, const HalideVariant& v) {

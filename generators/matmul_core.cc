@@ -88,8 +88,33 @@ void build_dot8_matmul(schedules::MatmulPipeline& p, const Func& a, const Func& 
   const int max_groups = (1 << 15) / g;
   const Expr groups = cast(UInt(32), (k_extent + g - 1) / g);
   const Expr nb = (groups + cast(UInt(32), max_groups - 1)) / cast(UInt(32), max_groups);
-  const Expr bg = (groups + nb - cast(UInt(32), 1)) / max(nb, cast(UInt(32), 1));
+  Expr bg = (groups + nb - cast(UInt(32), 1)) / max(nb, cast(UInt(32), 1));
+  if (p.layout.group_align > 1) {
+    const Expr align = cast(UInt(32), p.layout.group_align);
+    bg = (bg + align - cast(UInt(32), 1)) / align * align;
+  }
   define_grouped_packed_b(p, b, k_extent, cast(Int(32), nb * bg));
+  if (p.layout.amx) {
+    // AMX: the tile's int32 sum over all nb * bg groups (a multiple of 16: whole 64-byte steps,
+    // the padding zero in both operands) in one tile register. The tile multiply wraps mod 2^32
+    // (no saturation), so no K blocks are needed for exactness: the sum is the blocked sum's value
+    // mod 2^32. part(jj, i, jp) is column jp * 16 + jj; its operands are plain loads of the staged
+    // A groups and of B's panels, in the form Halide's AMX lowering recognizes.
+    MMTUNE_CHECK(g == 4 && panel == 16, "an AMX sum needs K groups of 4 and panels of 16");
+    Var jj("jj"), jp("jp");
+    // r.x: the 64 bytes of one tile step (16 groups of 4), r.y: the step.
+    const int step = schedules::kAmxTileGroups;
+    const RDom r(0, g * step, 0, cast(Int(32), nb * bg) / step, "r");
+    p.r = r;
+    const Expr kg = r.x / g + step * r.y;
+    p.part(jj, i, jp) = cast(Int(32), 0);
+    p.part(jj, i, jp) += product(p.packed_a(r.x % g, kg, i), p.packed_b(r.x % g, jj, kg, jp));
+    // The tile's copy to memory in the tile's own coordinates (a plain 2-D store of the tile: the
+    // lowering recognizes no other), read by column as acc.
+    p.amx_out(jj, i, jp) = p.part(jj, i, jp);
+    p.acc(j, i) = reinterpret(UInt(32), p.amx_out(j % panel, i, j / panel));
+    return;
+  }
   p.r = RDom(0, g, 0, cast(Int(32), bg), "r");  // r.x = kk, r.y = the group within the block
   p.rb = RDom(0, cast(Int(32), nb), "rb");
   // The last block may run past K by up to nb - 1 groups: the packed operands are zero there.

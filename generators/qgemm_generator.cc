@@ -38,7 +38,8 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
     b_scale.dim(0).set_stride(Expr());
     b_zero_point.dim(0).set_stride(Expr());
     // The exact int32 sum of 8-bit products.
-    acc_ = {32, true, 8, A.type() != B.type(), A.type().is_uint() && B.type().is_uint()};
+    acc_ = {32,    true,       8, A.type() != B.type(), A.type().is_uint() && B.type().is_uint(),
+            false, prepacked_b};
     p_.layout = schedule_knobs.layout(get_target(), acc_);
     const bool b_in_panels = prepacked_b && p_.layout.packs_b();
     // B in panels no longer tells N: Y does.

@@ -54,8 +54,13 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
     const bool float8 = a_format != DType::kInt8;
     // float8: a float64 sum (of exact products, in K order: fusable); else the exact int32 sum.
     acc_ = float8 ? schedules::Accumulator{64, false, 8, false, false, true}
-                  : schedules::Accumulator{32, true, 8, a.type() != b.type(),
-                                           a.type().is_uint() && b.type().is_uint()};
+                  : schedules::Accumulator{32,
+                                           true,
+                                           8,
+                                           a.type() != b.type(),
+                                           a.type().is_uint() && b.type().is_uint(),
+                                           false,
+                                           prepacked_b};
     p_.layout = schedule_knobs.layout(get_target(), acc_);
     const bool b_in_panels = prepacked_b && p_.layout.packs_b();
     // b in panels no longer tells N: y does.

@@ -6,6 +6,9 @@
 
 namespace mmtune::schedules {
 
+// K groups of 4 bytes one AMX tile multiply consumes (a 64-byte row of a tile).
+inline constexpr int kAmxTileGroups = 16;
+
 // The K sum a kernel computes.
 struct Accumulator {
   int bits = 32;       // width of one accumulator lane (float16/bfloat16 Gemm sums in float32: 32)
@@ -18,6 +21,8 @@ struct Accumulator {
   // contract, or products exact in the accumulator (float16 into float32, float8 into float64),
   // where a fused and a separately rounded step round alike. (CUDA kernels fuse every step.)
   bool fusable = false;
+  // B arrives prepacked by the host (the kernel's prepacked_b form): what the AMX form reads.
+  bool b_prepacked = false;
 };
 
 // The algorithm's data layout a schedule needs (template-independent).
@@ -47,6 +52,14 @@ struct MatmulLayout {
   // templates): a generator may then state special cases of its epilogue as selects on them.
   // Elsewhere a select would compute both sides.
   bool epilogue_cases = false;
+  // The exact 8-bit sum computed in AMX tiles (x86 tdpbusd and its kin): the int32 sum of a tile
+  // over the whole K in one tile register, its operands read from the packed panels (A's K groups
+  // staged per row block, B's panels of 16 columns), 64 bytes of K (16 groups of 4) per step.
+  // Grouped K (k_group 4) only.
+  bool amx = false;
+  // The K groups of a packed B panel (and of A's staged groups) are a multiple of this, the
+  // padding zero (amx: kAmxTileGroups, whole tile steps; otherwise 1).
+  int group_align = 1;
 
   // Whether the algorithm reads B from packed panels (grouped K always packs); a prepacked B
   // (runtime/host/packed_b.h) holds them, otherwise B itself.

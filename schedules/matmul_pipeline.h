@@ -33,6 +33,10 @@ struct MatmulPipeline {
   // overflow (a block holds at most 2^15 products of magnitude below 2^16).
   Halide::Func part{"part"};
   Halide::RDom rb;
+  // layout.amx: part(jj, i, jp) is instead the int32 sum of column jp * panel + jj over the whole
+  // K (r: r.x the 64 bytes of a tile step, r.y the step), computed in an AMX tile; amx_out(jj, i,
+  // jp) its copy to memory, and acc(j, i) = amx_out(j % panel, i, j / panel) as uint32 (pure).
+  Halide::Func amx_out{"amx_out"};
   // What the algorithm was built for.
   MatmulLayout layout;
   // When defined, B arrives prepacked by the host (runtime/host/packed_b.h) and `prepacked` reads

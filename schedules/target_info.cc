@@ -41,6 +41,7 @@ TargetInfo target_info(const std::string& halide_target) {
     const bool vnni =
         has("avx512_zen4") || has("avx512_zen5") || has("avx512_sapphirerapids") || has("avxvnni");
     t.dot8_group = vnni ? 4 : 2;
+    t.amx = has("avx512_sapphirerapids");
     if (has_prefix("avx512")) {
       t.isa = "avx512";
       t.vector_bits = 512;

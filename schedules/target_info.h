@@ -20,6 +20,9 @@ struct TargetInfo {
   // summed into 32 bits; a group of 4 there costs a shuffle and an add per pair sum); 1 where
   // there is none (NEON without dot product, CUDA).
   int dot8_group = 1;
+  // x86 AMX (Halide's avx512_sapphirerapids): tile registers of 16 rows x 64 bytes and a tile
+  // multiply that sums 8-bit products four at a time into 32-bit lanes (tdpbusd and its kin).
+  bool amx = false;
 };
 
 // Throws InvalidArgument for a string that names no architecture mmtune targets.

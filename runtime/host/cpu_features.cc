@@ -11,6 +11,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace mmtune {
 
@@ -66,7 +70,10 @@ X86Features detect_x86() {
     f.avx512vpopcntdq = f.avx512f && (c & (1u << 14));
     f.avx512fp16 = f.avx512f && (d & (1u << 23));
     f.avx512vp2intersect = f.avx512f && (d & (1u << 8));
-    f.amx = (d & (1u << 22)) && (d & (1u << 24)) && (d & (1u << 25));  // bf16, tile, int8
+    // bf16, tile, int8; the OS saving the tile configuration and data (XCR0 bits 17, 18); and
+    // the process granted the tile data.
+    f.amx = (d & (1u << 22)) && (d & (1u << 24)) && (d & (1u << 25)) &&
+            (xcr0 & (3ull << 17)) == (3ull << 17) && request_amx();
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
     f.avxvnni = f.avx2 && (a & (1u << 4));
@@ -149,6 +156,17 @@ std::optional<std::string> compute_cannot_run(const std::string& target) {
 }
 
 }  // namespace
+
+bool request_amx() {
+#if defined(__linux__) && defined(__x86_64__)
+  // ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18): fails where the CPU or kernel has no
+  // AMX; once granted, every thread of the process may use the tiles.
+  static const bool granted = syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+  return granted;
+#else
+  return false;
+#endif
+}
 
 std::optional<std::string> cpu_cannot_run(const std::string& target) {
   static std::mutex mu;

@@ -12,4 +12,10 @@ namespace mmtune {
 // cannot confirm), or nullopt. Computed once per target string.
 std::optional<std::string> cpu_cannot_run(const std::string& target);
 
+// Whether this process may use AMX tiles: the CPU has AMX-TILE and AMX-INT8, the OS saves the tile
+// state (XCR0), and Linux granted the process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM, asked
+// once per process; without it the first tile instruction faults). Part of confirming
+// avx512_sapphirerapids; the JIT asks before running host kernels.
+bool request_amx();
+
 }  // namespace mmtune

@@ -53,6 +53,7 @@ std::string PanelLayout::to_string() const {
   std::ostringstream os;
   os << "panels of " << panel << " columns";
   if (k_group > 1) os << ", K in groups of " << k_group;
+  if (group_align > 1) os << " padded to multiples of " << group_align;
   return os.str();
 }
 
@@ -73,6 +74,8 @@ PanelLayout panel_layout(const std::string& target,
   l.k_group = exact ? int_param(schedule, "k_group", 1) : 1;
   l.dot8 = dot8;
   l.strip = int_param(schedule, "n_block", 256);
+  const std::string amx = param(schedule, "amx", "false");
+  if (amx == "true" || amx == "1") l.group_align = 16;  // schedules::kAmxTileGroups
   return l;
 }
 
@@ -83,7 +86,8 @@ int64_t packed_groups(int64_t k, const PanelLayout& l) {
   // build_dot8_matmul: nb blocks of bg groups, at most 2^15 products a block.
   const int64_t max_groups = (int64_t{1} << 15) / g;
   const int64_t nb = (groups + max_groups - 1) / max_groups;
-  const int64_t bg = (groups + nb - 1) / std::max<int64_t>(nb, 1);
+  const int64_t a = l.group_align;
+  const int64_t bg = ((groups + nb - 1) / std::max<int64_t>(nb, 1) + a - 1) / a * a;
   return nb * bg;
 }
 

@@ -28,10 +28,13 @@ struct PanelLayout {
   bool pack_b = false;  // B read from panels (always with k_group > 1)
   bool dot8 = false;    // an 8-bit integer sum: K groups in blocks of at most 2^15 products
   int strip = 0;        // columns per strip (n_block, a multiple of panel; 0: none)
+  // A block's K groups rounded up to a multiple of this (16 for the AMX form: whole 64-byte tile
+  // steps; schedules::MatmulLayout::group_align), the padding zero.
+  int group_align = 1;
   bool packs() const { return pack_b || k_group > 1; }
   bool operator==(const PanelLayout& o) const {
     return panel == o.panel && k_group == o.k_group && pack_b == o.pack_b && dot8 == o.dot8 &&
-           strip == o.strip;
+           strip == o.strip && group_align == o.group_align;
   }
   std::string to_string() const;  // "panels of 32 columns, K in groups of 4"
 };
@@ -44,8 +47,9 @@ PanelLayout panel_layout(const std::string& target,
                          const std::map<std::string, std::string>& schedule, int acc_bits,
                          bool exact, bool dot8);
 
-// K groups per panel: ceil(K / g), rounded up to whole blocks for 8-bit sums (the kernels read
-// that many; generators/matmul_core.cc build_dot8_matmul).
+// K groups per panel: ceil(K / g), rounded up to whole blocks for 8-bit sums, each block's groups
+// to a multiple of group_align (the kernels read that many; generators/matmul_core.cc
+// build_dot8_matmul).
 int64_t packed_groups(int64_t k, const PanelLayout& l);
 // Panels of an N-column B: whole strips (or panels) covering N.
 int64_t packed_panels(int64_t n, const PanelLayout& l);

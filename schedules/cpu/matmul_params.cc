@@ -41,12 +41,25 @@ std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, Accumu
            "k_group=1";
   } else if (pack_a && k_group != 1) {
     why << "pack_a needs k_group=1 (grouped K packs A in its groups)";
+  } else if (amx && !(t.amx && acc.exact && acc.operand_bits == 8)) {
+    why << "amx needs exact 8-bit sums on a target with AMX (avx512_sapphirerapids)";
+  } else if (amx && !acc.b_prepacked) {
+    why << "amx reads a B prepacked by the host (prepacked_b=true: the AMX lowering recognizes "
+           "the tile loads of its panels, not of panels the kernel packs itself)";
+  } else if (amx &&
+             (tile_columns(t, acc.bits) != 16 || tile_rows != 16 || k_group != 4 || k_block != 0)) {
+    // (Halide 21's AMX lowering reads a tile's rows and columns from two different parts of the
+    // B operand's index, which agree only for square tiles: a 8 x 16 tile is not recognized.)
+    why << "amx computes tiles of 16 x 16 int32 (tile_rows=" << tile_rows
+        << ", tile_columns=" << tile_columns(t, acc.bits)
+        << ") from K groups of 4 (k_group=" << k_group << ") over the whole K (k_block=" << k_block
+        << ")";
   } else if (n_block > 0 && n_block % tile_columns(t, acc.bits) != 0) {
     why << "n_block=" << n_block << " is not a multiple of the tile width "
         << tile_columns(t, acc.bits);
   } else {
     const int needed = vector_registers_needed(t, acc);
-    if (needed > t.vector_registers) {
+    if (!amx && needed > t.vector_registers) {
       why << "a " << tile_rows << "x" << tile_vectors << " tile of " << lanes(t, acc.bits)
           << "-lane " << acc.bits << "-bit vectors needs " << needed << " vector registers; "
           << t.isa << " has " << t.vector_registers;
@@ -75,6 +88,10 @@ MatmulLayout CpuMatmulParams::layout(const TargetInfo& t, Accumulator acc) const
   l.row_sums_grouped =
       t.family == "x86" && acc.exact && acc.operand_bits == 8 && l.k_group > 1 && !l.widen_a;
   l.epilogue_cases = true;
+  if (amx) {
+    l.amx = true;
+    l.group_align = kAmxTileGroups;
+  }
   return l;
 }
 

@@ -73,7 +73,8 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
   RVar ko("ko"), ki("ki");
   // The K-blocked sum's loop over the tile rows of a block.
   Var a_tile_rows("aio");
-  Stage update = acc.update();
+  // (The AMX form's acc is pure: its sum is p.part's.)
+  Stage update = p.layout.amx ? Stage(acc) : acc.update();
   if (params.k_block > 0) {
     // K cache blocking: the accumulator of a whole (m_block x n_block) block lives in memory and
     // each K block of k_block is applied to all its tiles before the next one. Every output still
@@ -96,6 +97,44 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
         .unroll(aii);
     if (params.k_unroll > 1)
       update.split(ki, kio, kii, params.k_unroll, TailStrategy::GuardWithIf).unroll(kii);
+  } else if (p.layout.amx) {
+    // The tile's sum in an AMX tile register (Halide's AMX lowering: a Func stored in
+    // MemoryType::AMXTile whose update is a vectorized matmul of plain 8-bit loads). The whole
+    // tile is computed (16 columns x rows, past M and N too: the inputs are clamped, the padded
+    // groups zero), K in steps of 64 bytes (kAmxTileGroups groups of 4) with the tile held across
+    // K, then copied to memory (amx_out), where the epilogue reads it. Only the stores of out are
+    // guarded at the ragged edges.
+    const Var at = blocks ? io : jo;
+    Func part = p.part, tile_out = p.amx_out;
+    const std::vector<Var> pa = part.args();  // (jj, i, jp)
+    // Rows of the copy padded to twice the tile's width: the lowering recognizes a tile's store
+    // only in the form of a 2-D ramp, which a dense 16 x rows copy would flatten into one.
+    tile_out.compute_at(out, at)
+        .align_storage(pa[0], 2 * width)
+        .bound_extent(pa[0], width)
+        .bound_extent(pa[1], rows)
+        .vectorize(pa[0])
+        .vectorize(pa[1]);
+    part.compute_at(out, at)
+        .store_in(MemoryType::AMXTile)
+        .bound_extent(pa[0], width)
+        .bound_extent(pa[1], rows)
+        .vectorize(pa[0])
+        .vectorize(pa[1]);
+    // p.r: r.x the 64 bytes of a step, r.y the step.
+    part.update()
+        .reorder(p.r.x, pa[0], pa[1], p.r.y, pa[2])
+        .atomic()
+        .vectorize(p.r.x)
+        .vectorize(pa[0])
+        .vectorize(pa[1]);
+    Func packed_a = p.packed_a;
+    Var kka = packed_a.args()[0], kga = packed_a.args()[1];
+    packed_a.compute_at(out, rows_level)
+        .bound_extent(kka, p.layout.k_group)
+        .reorder(kka, kga, packed_a.args()[2])
+        .vectorize(kka)
+        .vectorize(kga, lanes);
   } else {
     // The accumulator tile lives in registers: whole tiles are computed (the inputs are clamped),
     // only the stores are guarded at the ragged edges. At the innermost tile loop: jo (rows of
@@ -191,6 +230,11 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
     if (grouped) {
       Var kk = packed.args()[0];
       packed.bound_extent(kk, p.layout.k_group).vectorize(kk).vectorize(jj, lanes);
+      // AMX: the panels side by side in each K group's row (kg outermost, its stride the strip's
+      // width, a value of the call): the tile loads' row stride is then one factor of B's index,
+      // the form the AMX lowering recognizes (with the panels outermost, the simplifier splits
+      // the constant row stride of a panel out of the index).
+      if (p.layout.amx) packed.reorder_storage(kk, jj, jp, packed.args()[2]);
     } else {
       packed.vectorize(jj, lanes).unroll(jj);
     }

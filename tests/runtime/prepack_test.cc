@@ -29,10 +29,11 @@ namespace {
 // on every schedule of the template's space, or a prepacked B would be read in the wrong order.
 TEST(PackedB, RuntimeLayoutsAreTheTemplates) {
   std::mt19937_64 rng(testing::variant_seed());
-  int compared = 0, packing = 0;
+  int compared = 0, packing = 0, aligned = 0;
   // Every template that shares cpu_matmul's schedule: cpu_matmul, arm_matmul, hvx_matmul.
   for (const char* target : {"x86-64-linux-avx2-fma-f16c", "x86-64-linux-sse41",
-                             "x86-64-linux-avx512_zen4-avx2-fma-f16c", "arm-64-linux",
+                             "x86-64-linux-avx512_zen4-avx2-fma-f16c",
+                             "x86-64-linux-avx512_sapphirerapids-avx2-fma-f16c", "arm-64-linux",
                              "arm-64-linux-arm_dot_prod", "hexagon-32-noos-hvx-hvx_128-hvx_v66"}) {
     const schedules::TargetInfo t = schedules::target_info(target);
     for (const schedules::Accumulator acc :
@@ -51,18 +52,21 @@ TEST(PackedB, RuntimeLayoutsAreTheTemplates) {
         ASSERT_EQ(got.panel, want.panel) << target << " " << s.tag(t, acc);
         ASSERT_EQ(got.k_group, want.k_group) << target << " " << s.tag(t, acc);
         ASSERT_EQ(got.pack_b, want.pack_b) << target << " " << s.tag(t, acc);
+        ASSERT_EQ(got.group_align, want.group_align) << target << " " << s.tag(t, acc);
         ASSERT_EQ(got.packs(), want.packs_b()) << target << " " << s.tag(t, acc);
         const auto* cpu = s.register_tiled();
         ASSERT_TRUE(cpu);
         ASSERT_EQ(got.strip, cpu->n_block) << target << " " << s.tag(t, acc);
         ++compared;
         packing += got.k_group > 1;
+        aligned += got.group_align > 1;
       }
     }
   }
   EXPECT_GT(packing, 0) << "no draw grouped K";
+  EXPECT_GT(aligned, 0) << "no draw took the AMX form (K groups aligned to tile steps)";
   std::cout << "[prepack] " << compared << " schedules: runtime layout == template layout ("
-            << packing << " with K groups)\n";
+            << packing << " with K groups, " << aligned << " AMX)\n";
 }
 
 // The packed form on a small B, element by element (packed_b.h's formulas), with the K padding of
@@ -96,6 +100,9 @@ TEST(PackedB, PanelsFollowTheDocumentedForm) {
   // Blocks of an 8-bit sum: K = 33,100 in groups of 4 is 8275 groups, 2 blocks of 4138: 8276.
   EXPECT_EQ(packed_groups(33100, PanelLayout{32, 4, true, true, 0}), 8276);
   EXPECT_EQ(packed_groups(33100, PanelLayout{32, 4, true, false, 0}), 8275);
+  // The AMX form: each block's groups rounded up to whole 16-group tile steps (4138 -> 4144).
+  EXPECT_EQ(packed_groups(33100, PanelLayout{16, 4, true, true, 0, 16}), 8288);
+  EXPECT_EQ(packed_groups(5, PanelLayout{16, 4, true, true, 0, 16}), 16);
   // Whole strips: 1000 columns in strips of 256 are 1024, 32 panels of 32.
   EXPECT_EQ(packed_panels(1000, PanelLayout{32, 1, true, false, 256}), 32);
   EXPECT_EQ(packed_panels(1000, PanelLayout{32, 1, true, false, 0}), 32);

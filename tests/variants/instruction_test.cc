@@ -67,6 +67,39 @@ TEST(Instructions, ExactInt8SumsUseDotProductsAndNeverSaturate) {
   }
 }
 
+// The AMX form (cpu_matmul's amx knob, B prepacked): every 8-bit sign combination sums in the tile
+// multiply of its signs (tdpbusd for uint8 x int8, ...), the tile loaded and stored whole, never
+// through a saturating instruction. Compiled for Sapphire Rapids on any host (nothing runs).
+TEST(Instructions, AmxSumsUseTileMultiplies) {
+  const std::string target = "x86-64-linux-avx512_sapphirerapids-avx2-fma-f16c";
+  const std::map<std::pair<std::string, std::string>, std::string> want = {
+      {{"uint8", "int8"}, "tdpbusd"},
+      {{"int8", "int8"}, "tdpbssd"},
+      {{"uint8", "uint8"}, "tdpbuud"},
+      {{"int8", "uint8"}, "tdpbsud"}};
+  for (const auto& [types, instruction] : want) {
+    const std::string s = assembly("mmtune_qlinear_matmul",
+                                   {{"a.type", types.first},
+                                    {"b.type", types.second},
+                                    {"y.type", "uint8"},
+                                    {"tile_rows", "16"},
+                                    {"tile_vectors", "1"},
+                                    {"n_block", "256"},
+                                    {"m_block", "64"},
+                                    {"pack_b", "true"},
+                                    {"k_group", "4"},
+                                    {"amx", "true"},
+                                    {"prepacked_b", "true"}},
+                                   target);
+    const std::string what = types.first + " x " + types.second;
+    EXPECT_GT(count(s, instruction), 0) << what;
+    EXPECT_GT(count(s, "tileloadd"), 0) << what;
+    EXPECT_GT(count(s, "tilestored"), 0) << what;
+    EXPECT_EQ(count(s, "pmaddubsw") + count(s, "vpdpbusds") + count(s, "vpdpwssds"), 0)
+        << what << ": a saturating sum";
+  }
+}
+
 TEST(Instructions, TheFmaContractIsFusedAndTheStrictOneNever) {
   for (const std::string type : {"float32", "float64"}) {
     std::map<std::string, std::string> p = {
