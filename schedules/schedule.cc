@@ -175,6 +175,9 @@ Schedule default_schedule(const TargetInfo& t, Accumulator acc) {
 
 std::vector<Schedule> shape_seeds(const TargetInfo& t, Accumulator acc, int64_t m) {
   std::vector<Schedule> seeds;
+  // The AMX forms: the knobs' searched values never draw a 16 x 16 tile of one vector.
+  for (const CpuMatmulParams& a : CpuMatmulParams::amx_forms(t, acc))
+    seeds.emplace_back(Schedule::Params(a));
   if (m > 4) return seeds;
   Schedule::Params p = template_by_name(default_template(t));
   std::visit(

@@ -98,8 +98,10 @@ std::string default_template(const TargetInfo& t);
 Schedule default_schedule(const TargetInfo& t, Accumulator acc);
 
 // Schedules worth measuring first at a bucket whose products have `m` rows, beyond the defaults:
-// for M <= 4 the template's GEMV forms (cpu_matmul: CpuMatmulParams::gemv_forms), which a short
-// random walk rarely assembles (four knobs must agree); empty elsewhere.
+// on AMX targets for exact 8-bit sums over a prepacked B, the AMX forms (CpuMatmulParams::
+// amx_forms, a tile the random draws never make); for M <= 4 the template's GEMV forms (cpu_matmul:
+// CpuMatmulParams::gemv_forms), which a short random walk rarely assembles (four knobs must
+// agree); empty elsewhere.
 std::vector<Schedule> shape_seeds(const TargetInfo& t, Accumulator acc, int64_t m);
 
 // Children of `s` that split an (m, n) product into `threads` parallel tasks where `s` gives

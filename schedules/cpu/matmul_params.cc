@@ -152,6 +152,25 @@ std::vector<CpuMatmulParams> CpuMatmulParams::gemv_forms(const TargetInfo& t, Ac
   return forms;
 }
 
+std::vector<CpuMatmulParams> CpuMatmulParams::amx_forms(const TargetInfo& t, Accumulator acc) {
+  std::vector<CpuMatmulParams> forms;
+  const std::pair<int, int> blocks[] = {{0, 0}, {0, 64}, {0, 128}, {256, 64}, {1024, 64}};
+  for (const auto& [n_block, m_block] : blocks) {
+    CpuMatmulParams p = knobs().defaults();
+    p.tile_rows = 16;
+    p.tile_vectors = 1;
+    p.vector_width = 0;
+    p.k_group = 4;
+    p.pack_b = true;
+    p.n_block = n_block;
+    p.m_block = m_block;
+    p.specialize_tails = true;
+    p.amx = true;
+    if (!p.validate(t, acc)) forms.push_back(p);
+  }
+  return forms;
+}
+
 void CpuMatmulParams::fit_draw(const TargetInfo& t, Accumulator acc) {
   // Vectors of two registers: LLVM splits each into its two halves and keeps a row's halves next to
   // each other, so a broadcast of A is used by both at once. With one vector per register the

@@ -97,6 +97,10 @@ struct CpuMatmulParams {
   // from four streams at once (K groups of 1). Only the variants that validate on `t` for `acc`.
   // The search seeds its small-M buckets with them (schedules/schedule.h, shape_seeds).
   static std::vector<CpuMatmulParams> gemv_forms(const TargetInfo& t, Accumulator acc);
+  // The AMX forms (amx: 16 x 16 tiles) for `acc` on `t`, where they validate (an AMX target, an
+  // exact 8-bit sum over a prepacked B): parallel tasks of the whole row range, of row blocks of
+  // 64 and 128 rows, and of strips of 256 and 1024 columns in row blocks of 64; empty elsewhere.
+  static std::vector<CpuMatmulParams> amx_forms(const TargetInfo& t, Accumulator acc);
   // A draw from the knobs' searched values made consistent where that is only rounding (blocks
   // rounded up to whole tiles), and its vector width one of the two the search tries: the natural
   // width (0) or a vector of two registers (twice it, an even tile_vectors halved to keep the
