@@ -53,10 +53,11 @@
     "A copied into panels with the rows innermost (a tile row's for each K block with k_block, "   \
     "else a tile row's or, with m_block, a row block's), so that the inner loop broadcasts A "     \
     "from one pointer; needs k_group 1")                                                         \
-  X(amx, bool, false, 0, 1, (0, 1), "amx", kFlag, 0, true,                                         \
+  X(amx, bool, false, 0, 1, (0), "amx", kFlag, 0, true,                                            \
     "the tile's sum in an AMX tile register (tdpbusd: 16 x 64-byte tiles of A and of B, 16 "       \
     "rows x 16 int32 accumulators; x86 with AMX, 8-bit operands, B prepacked): tiles of 16 x 16, " \
-    "K in 64-byte steps over K groups of 4 padded with zeros")
+    "K in 64-byte steps over K groups of 4 padded with zeros; not drawn: the search starts from "  \
+    "amx_forms and mutates their blocks")
 // clang-format on
 
 namespace mmtune::schedules {

@@ -43,9 +43,15 @@ TEST(PackedB, RuntimeLayoutsAreTheTemplates) {
       // A sum the target's template does not schedule (HVX: floats, 64-bit lanes) has no layout.
       if (schedules::default_schedule(t, acc).validate(t, acc)) continue;
       const std::string name = schedules::default_template(t);
-      for (int draw = 0; draw < 300; ++draw) {
+      // The draws, and the AMX forms (never drawn: the search seeds them) over a prepacked B.
+      schedules::Accumulator prepacked = acc;
+      prepacked.b_prepacked = true;
+      const auto amx = schedules::CpuMatmulParams::amx_forms(t, prepacked);
+      for (int draw = 0; draw < 300 + static_cast<int>(amx.size()); ++draw) {
         const schedules::Schedule s =
-            draw == 0 ? schedules::default_schedule(t, acc) : schedules::sample(name, t, acc, rng);
+            draw >= 300 ? schedules::Schedule(amx[draw - 300])
+            : draw == 0 ? schedules::default_schedule(t, acc)
+                        : schedules::sample(name, t, acc, rng);
         const schedules::MatmulLayout want = s.layout(t, acc);
         const PanelLayout got =
             panel_layout(target, s.generator_params(), acc.bits, acc.exact, false);
