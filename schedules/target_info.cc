@@ -43,7 +43,9 @@ TargetInfo target_info(const std::string& halide_target) {
     t.dot8_group = vnni ? 4 : 2;
     t.amx = has("avx512_sapphirerapids");
     if (has_prefix("avx512")) {
-      t.isa = "avx512";
+      // Sapphire Rapids and later (AMX) are a level of their own: their kernels' names must not
+      // meet the avx512_zen4 level's, whose library is linked beside theirs.
+      t.isa = t.amx ? "avx512amx" : "avx512";
       t.vector_bits = 512;
       t.vector_registers = 32;
     } else if (has("avx2")) {

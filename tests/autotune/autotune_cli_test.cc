@@ -562,6 +562,7 @@ TEST_F(Autotune, APrepackedIdentityIsTunedAsThePrepackedKernel) {
                                  {"specialize_tails", false},
                                  {"k_block", 0},
                                  {"pack_a", false},
+                                 {"amx", false},
                                  {"vector_width", 0}};
   {
     Database w = Database::open(db, true);
