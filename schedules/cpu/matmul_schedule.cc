@@ -69,6 +69,21 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
   for (const Expr& c : cases) apply(out.specialize(c), TailStrategy::GuardWithIf);
   apply(out, TailStrategy::GuardWithIf);
 
+  // A's K groups (packed_a), staged per row tile, or once per row block when blocking (the
+  // block's rows are then reused across every column tile). A row's groups are K's values in
+  // order, so `lanes` groups at a time are one dense load of A (widened where the layout widens)
+  // and one vector store: one group at a time this copy was a scalar load, widen and store per
+  // group, about an eighth of a 64^3 u8.s8 call on AVX2.
+  auto stage_a_groups = [&](bool unroll_rows) {
+    Func packed_a = p.packed_a;
+    const std::vector<Var> a = packed_a.args();  // (kk, kg, i)
+    packed_a.compute_at(out, rows_level)
+        .bound_extent(a[0], p.layout.k_group)
+        .reorder(a[0], a[1], a[2])
+        .vectorize(a[0])
+        .vectorize(a[1], lanes);
+    if (unroll_rows) packed_a.unroll(a[2]);
+  };
   Func acc = p.acc;
   RVar ko("ko"), ki("ki");
   // The K-blocked sum's loop over the tile rows of a block.
@@ -128,13 +143,7 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
         .vectorize(p.r.x)
         .vectorize(pa[0])
         .vectorize(pa[1]);
-    Func packed_a = p.packed_a;
-    Var kka = packed_a.args()[0], kga = packed_a.args()[1];
-    packed_a.compute_at(out, rows_level)
-        .bound_extent(kka, p.layout.k_group)
-        .reorder(kka, kga, packed_a.args()[2])
-        .vectorize(kka)
-        .vectorize(kga, lanes);
+    stage_a_groups(false);
   } else {
     // The accumulator tile lives in registers: whole tiles are computed (the inputs are clamped),
     // only the stores are guarded at the ragged edges. At the innermost tile loop: jo (rows of
@@ -171,19 +180,7 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
           .unroll(p.i);
       if (params.k_unroll > 1)
         grouped.split(kg, ko, ki, params.k_unroll, TailStrategy::GuardWithIf).unroll(ki);
-      Func packed_a = p.packed_a;
-      Var kka = packed_a.args()[0], kga = packed_a.args()[1], ia = packed_a.args()[2];
-      // Per row tile, or once per row block when blocking (the block's rows are then reused
-      // across every column tile). A row's groups are K's values in order, so `lanes` groups at a
-      // time are one dense load of A (widened where the layout widens) and one vector store: one
-      // group at a time this copy was a scalar load, widen and store per group, about an eighth
-      // of a 64^3 u8.s8 call on AVX2.
-      packed_a.compute_at(out, rows_level)
-          .bound_extent(kka, p.layout.k_group)
-          .reorder(kka, kga, ia)
-          .vectorize(kka)
-          .vectorize(kga, lanes);
-      if (!blocks) packed_a.unroll(ia);
+      stage_a_groups(!blocks);
     } else {
       // K stays innermost-outer and ascending: only split (never reordered across tiles or
       // rfactored), so each output's sum keeps its K order.
@@ -230,11 +227,6 @@ void schedule_cpu_matmul(MatmulPipeline& p, const CpuMatmulParams& params, bool 
     if (grouped) {
       Var kk = packed.args()[0];
       packed.bound_extent(kk, p.layout.k_group).vectorize(kk).vectorize(jj, lanes);
-      // AMX: the panels side by side in each K group's row (kg outermost, its stride the strip's
-      // width, a value of the call): the tile loads' row stride is then one factor of B's index,
-      // the form the AMX lowering recognizes (with the panels outermost, the simplifier splits
-      // the constant row stride of a panel out of the index).
-      if (p.layout.amx) packed.reorder_storage(kk, jj, jp, packed.args()[2]);
     } else {
       packed.vectorize(jj, lanes).unroll(jj);
     }
