@@ -1,6 +1,7 @@
 // The AMX form of the exact 8-bit sum (cpu_matmul's amx knob: the tile's int32 sum in an AMX tile
-// register), bit for bit against the reference: QLinearMatMul of every int8/uint8 type tuple over
-// the shape categories relative to the tile (ragged M, N and K, K past one 64-byte step and not a
+// register), bit for bit against the reference: QLinearMatMul of every int8/uint8 type tuple, and
+// QGemm of every type pair and output (float32, uint8, int8; transposes, C), over the shape
+// categories relative to the tile (ragged M, N and K, K past one 64-byte step and not a
 // multiple of it, K that wraps int32, batches), b prepacked (the form reads the host's panels:
 // schedules without prepacked_b are refused), tiles of 16 x 16 with and without row blocks, strips
 // and parallel tasks. Runs where this CPU has AMX (the host target names avx512_sapphirerapids);
@@ -12,6 +13,7 @@
 
 #include "autotune/halide_ops.h"
 #include "autotune/tune_inputs.h"
+#include "reference/qgemm.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
 
@@ -117,6 +119,59 @@ TEST_F(AmxSums, QLinearMatMulBitExactAgainstReference) {
             << " (" << prepacked_cases << " with b prepacked), 0 mismatches\n";
   EXPECT_GT(counts.kernel_cases, 0);
   EXPECT_GT(prepacked_cases, 0);
+}
+
+TEST_F(AmxSums, QGemmBitExactAgainstReference) {
+  const uint64_t seed = testing::variant_seed() ^ 0xa3a4;
+  std::mt19937_64 rng(seed);
+  const DType types[] = {DType::kUInt8, DType::kInt8};
+  testing::GateCounts counts;
+  int n = 0;
+  for (const schedules::Schedule& sched : amx_schedules()) {
+    HalideVariant variant{sched, "host"};
+    variant.prepacked_b = true;
+    const schedules::Tile tile = sched.tile(host_info(), {32, true, 8, false, false, false, true});
+    for (const auto& s : testing::matmul_shapes(tile.rows, tile.cols)) {
+      // The (A, B) types, the output (float32, or quantized to uint8 / int8), transposes, C and
+      // the per-column parameters rotate over the cases.
+      const int r = n++;
+      const DType a = types[r % 2], b = types[(r / 2) % 2];
+      const int out = (r / 4) % 3;  // 0: float32, 1: uint8, 2: int8
+      QGemmArgs args;
+      args.trans_a = r % 2;
+      args.trans_b = (r / 3) % 2;
+      args.alpha = r % 3 == 0 ? 1.0f : 0.5f;
+      const std::vector<Shape> c_shapes = {{}, {s.n}, {s.m, s.n}};
+      const int c_kind = r % 3;
+      const tune::QGemmInputs in = tune::make_qgemm_inputs(
+          a, b, out == 2 ? DType::kInt8 : DType::kUInt8,
+          {s.m, s.n, s.k, args.trans_a, args.trans_b, r % 2 == 1, c_shapes[c_kind], r % 4 == 3},
+          rng);
+      args.a = &in.a;
+      args.b = &in.b;
+      args.a_scale = &in.as;
+      args.a_zero_point = &in.az;
+      args.b_scale = &in.bs;
+      args.b_zero_point = &in.bz;
+      args.c = c_kind == 0 ? nullptr : &in.c;
+      args.y_scale = out > 0 || r % 5 == 2 ? &in.ys : nullptr;
+      args.y_zero_point = out > 0 ? &in.yz : nullptr;
+      KernelIdentity identity = qgemm_identity(args);
+      identity.params["prepacked_b"] = "true";
+      std::ostringstream context;
+      context << "QGemm " << dtype_name(a) << "." << dtype_name(b) << " out " << out << " "
+              << s.category << " M=" << s.m << " N=" << s.n << " K=" << s.k
+              << " transA=" << args.trans_a << " transB=" << args.trans_b << " B prepacked "
+              << kernel_key(identity, variant).to_string() << " seed " << seed;
+      const Tensor expected = qgemm(args);
+      ASSERT_TRUE(testing::gated_equal(
+          expected, [&](JitRun& run) { return qgemm_halide(args, variant, &run); },
+          /*expect_kernel=*/s.k > 0 && s.m * s.n > 0, context.str(), counts));
+    }
+  }
+  std::cout << "[amx] QGemm: " << amx_schedules().size() << " AMX schedules, " << counts.summary()
+            << ", 0 mismatches\n";
+  EXPECT_GT(counts.kernel_cases, 0);
 }
 
 }  // namespace
