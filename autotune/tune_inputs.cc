@@ -367,6 +367,20 @@ std::string QmdCombo::name() const {
   return os.str();
 }
 
+QGemmArgs QGemmInputs::args(bool with_c, bool with_y_scale, bool with_y_zero_point) const {
+  QGemmArgs r;
+  r.a = &a;
+  r.b = &b;
+  r.a_scale = &as;
+  r.a_zero_point = &az;
+  r.b_scale = &bs;
+  r.b_zero_point = &bz;
+  r.c = with_c ? &c : nullptr;
+  r.y_scale = with_y_scale ? &ys : nullptr;
+  r.y_zero_point = with_y_zero_point ? &yz : nullptr;
+  return r;
+}
+
 QuantMatmulDequantArgs QmdInputs::args() const {
   QuantMatmulDequantArgs a;
   a.x = &x;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/qgemm.h"
 #include "reference/qlinear_matmul.h"
 #include "reference/quant_matmul_dequant.h"
 #include "reference/registry.h"
@@ -259,6 +260,9 @@ struct QGemmCase {
 };
 struct QGemmInputs {
   Tensor a, b, as, az, bs, bz, c, ys, yz;
+  // The call on these inputs: C, y_scale and y_zero_point passed where asked (the transposes and
+  // alpha are the caller's to set).
+  QGemmArgs args(bool with_c, bool with_y_scale, bool with_y_zero_point) const;
 };
 QGemmInputs make_qgemm_inputs(DType ta, DType tb, DType ty, const QGemmCase& c,
                               std::mt19937_64& rng);

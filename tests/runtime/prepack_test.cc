@@ -48,10 +48,9 @@ TEST(PackedB, RuntimeLayoutsAreTheTemplates) {
       prepacked.b_prepacked = true;
       const auto amx = schedules::CpuMatmulParams::amx_forms(t, prepacked);
       for (int draw = 0; draw < 300 + static_cast<int>(amx.size()); ++draw) {
-        const schedules::Schedule s =
-            draw >= 300 ? schedules::Schedule(amx[draw - 300])
-            : draw == 0 ? schedules::default_schedule(t, acc)
-                        : schedules::sample(name, t, acc, rng);
+        const schedules::Schedule s = draw >= 300 ? schedules::Schedule(amx[draw - 300])
+                                      : draw == 0 ? schedules::default_schedule(t, acc)
+                                                  : schedules::sample(name, t, acc, rng);
         const schedules::MatmulLayout want = s.layout(t, acc);
         const PanelLayout got =
             panel_layout(target, s.generator_params(), acc.bits, acc.exact, false);
@@ -246,17 +245,8 @@ TEST(PackedB, QGemmIsBitExactAndRunsThePrepackedKernel) {
       for (const bool trans_b : {false, true}) {
         const tune::QGemmInputs in = tune::make_qgemm_inputs(
             ta, tb, ty, {m, n, k, false, trans_b, /*per_column=*/trans_b, {n}, false}, rng);
-        QGemmArgs args;
+        QGemmArgs args = in.args(true, quantized, quantized);
         args.trans_b = trans_b;
-        args.a = &in.a;
-        args.b = &in.b;
-        args.a_scale = &in.as;
-        args.a_zero_point = &in.az;
-        args.b_scale = &in.bs;
-        args.b_zero_point = &in.bz;
-        args.c = &in.c;
-        args.y_scale = quantized ? &in.ys : nullptr;
-        args.y_zero_point = quantized ? &in.yz : nullptr;
         const runtime::PackedB pb = runtime::prepack_b(args);
         DispatchInfo info;
         const Tensor y = runtime::qgemm(args, pb, &info);

@@ -137,25 +137,16 @@ TEST_F(AmxSums, QGemmBitExactAgainstReference) {
       const int r = n++;
       const DType a = types[r % 2], b = types[(r / 2) % 2];
       const int out = (r / 4) % 3;  // 0: float32, 1: uint8, 2: int8
-      QGemmArgs args;
-      args.trans_a = r % 2;
-      args.trans_b = (r / 3) % 2;
-      args.alpha = r % 3 == 0 ? 1.0f : 0.5f;
+      const bool trans_a = r % 2, trans_b = (r / 3) % 2;
       const std::vector<Shape> c_shapes = {{}, {s.n}, {s.m, s.n}};
       const int c_kind = r % 3;
       const tune::QGemmInputs in = tune::make_qgemm_inputs(
           a, b, out == 2 ? DType::kInt8 : DType::kUInt8,
-          {s.m, s.n, s.k, args.trans_a, args.trans_b, r % 2 == 1, c_shapes[c_kind], r % 4 == 3},
-          rng);
-      args.a = &in.a;
-      args.b = &in.b;
-      args.a_scale = &in.as;
-      args.a_zero_point = &in.az;
-      args.b_scale = &in.bs;
-      args.b_zero_point = &in.bz;
-      args.c = c_kind == 0 ? nullptr : &in.c;
-      args.y_scale = out > 0 || r % 5 == 2 ? &in.ys : nullptr;
-      args.y_zero_point = out > 0 ? &in.yz : nullptr;
+          {s.m, s.n, s.k, trans_a, trans_b, r % 2 == 1, c_shapes[c_kind], r % 4 == 3}, rng);
+      QGemmArgs args = in.args(c_kind != 0, out > 0 || r % 5 == 2, out > 0);
+      args.trans_a = trans_a;
+      args.trans_b = trans_b;
+      args.alpha = r % 3 == 0 ? 1.0f : 0.5f;
       KernelIdentity identity = qgemm_identity(args);
       identity.params["prepacked_b"] = "true";
       std::ostringstream context;

@@ -49,10 +49,7 @@ TEST_P(QGemmVariants, BitExactAgainstReference) {
     std::size_t n_case = 0;
     for (const auto& s : testing::matmul_shapes(draw.tile.rows, cols)) {
       const std::size_t r = d + n_case++;
-      QGemmArgs args;
-      args.trans_a = r % 2;
-      args.trans_b = (r / 2) % 2;
-      args.alpha = r % 3 == 0 ? 1.0f : (r % 3 == 1 ? 1.75f : 0.5f);
+      const bool trans_a = r % 2, trans_b = (r / 2) % 2;
       const bool per_column = r % 2 == 1;
       const std::vector<Shape> c_shapes = {{}, {}, {s.n}, {1, s.n}, {s.m, 1}, {s.m, s.n}};
       const int c_kind = static_cast<int>(r % c_shapes.size());
@@ -61,17 +58,12 @@ TEST_P(QGemmVariants, BitExactAgainstReference) {
       const DType ty = combo.quantized ? combo.y : DType::kUInt8;
       const tune::QGemmInputs in = tune::make_qgemm_inputs(
           combo.a, combo.b, ty,
-          {s.m, s.n, s.k, args.trans_a, args.trans_b, per_column, c_shapes[c_kind], big_c}, rng);
-      args.a = &in.a;
-      args.b = &in.b;
-      args.a_scale = &in.as;
-      args.a_zero_point = &in.az;
-      args.b_scale = &in.bs;
-      args.b_zero_point = &in.bz;
-      args.c = c_kind == 0 ? nullptr : &in.c;
+          {s.m, s.n, s.k, trans_a, trans_b, per_column, c_shapes[c_kind], big_c}, rng);
       // Float output with or without y_scale; quantized output needs both.
-      args.y_scale = combo.quantized || r % 3 == 2 ? &in.ys : nullptr;
-      args.y_zero_point = combo.quantized ? &in.yz : nullptr;
+      QGemmArgs args = in.args(c_kind != 0, combo.quantized || r % 3 == 2, combo.quantized);
+      args.trans_a = trans_a;
+      args.trans_b = trans_b;
+      args.alpha = r % 3 == 0 ? 1.0f : (r % 3 == 1 ? 1.75f : 0.5f);
       std::ostringstream context;
       context << "QGemm " << combo_name(combo) << " " << s.category << " M=" << s.m << " N=" << s.n
               << " K=" << s.k << " transA=" << args.trans_a << " transB=" << args.trans_b
