@@ -598,7 +598,7 @@ Tensor read_npy(const std::string& path, std::optional<DType> as) {
   Tensor t;
   t.dtype = out_type;
   t.shape = h.shape;
-  t.bytes = std::move(data);
+  t.bytes.assign(data.begin(), data.end());
   return t;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,31 @@
 namespace mmtune {
 
 using Shape = std::vector<int64_t>;
+
+// A tensor's storage: 64-byte aligned (a cache line, an AVX-512 vector, an AMX tile row), so that
+// the kernels' full-width loads of rows that start at a multiple of 64 bytes never straddle two
+// cache lines (a prepacked B in malloc's 16-byte alignment made a 512^3 u8.s8 AMX call 1.3x slower).
+template <class T>
+struct CacheAlignedAllocator {
+  using value_type = T;
+  static constexpr std::size_t kAlignment = 64;
+  CacheAlignedAllocator() = default;
+  template <class U>
+  CacheAlignedAllocator(const CacheAlignedAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kAlignment)));
+  }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t(kAlignment)); }
+  template <class U>
+  bool operator==(const CacheAlignedAllocator<U>&) const {
+    return true;
+  }
+  template <class U>
+  bool operator!=(const CacheAlignedAllocator<U>&) const {
+    return false;
+  }
+};
+using Bytes = std::vector<uint8_t, CacheAlignedAllocator<uint8_t>>;
 
 // "[2,3,4]"; "[]" for a scalar.
 std::string shape_str(const Shape& shape);
@@ -27,7 +53,7 @@ struct Tensor {
   Shape shape;
   // numel() * dtype_size(dtype) bytes, little-endian (the host order on every supported target).
   // float16, bfloat16 and float8 values are stored as their bit patterns.
-  std::vector<uint8_t> bytes;
+  Bytes bytes;
 
   Tensor() = default;
   Tensor(DType t, Shape s);  // zero-filled

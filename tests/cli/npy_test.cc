@@ -82,8 +82,8 @@ std::string npy_file(const std::string& dict, const std::string& data, int major
 }
 
 // Little-endian bytes of `values` (exact integers, or bit patterns for floats), `width` bytes each.
-std::vector<uint8_t> expected_bytes(const json& values, std::size_t width) {
-  std::vector<uint8_t> out;
+Bytes expected_bytes(const json& values, std::size_t width) {
+  Bytes out;
   for (const json& v : values) {
     const uint64_t u =
         v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
@@ -335,7 +335,7 @@ TEST(npy_header, Versions2And3) {
                 npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", data, major));
     const Tensor t = read_npy(path);
     EXPECT_EQ(t.dtype, DType::kFloat32);
-    EXPECT_EQ(t.bytes, std::vector<uint8_t>(data.begin(), data.end()));
+    EXPECT_EQ(t.bytes, Bytes(data.begin(), data.end()));
   }
 }
 

@@ -185,7 +185,7 @@ TEST(tensor_proto, EveryDTypeThroughRawData) {
     Bytes b;
     field_varint(b, 1, 3);
     field_varint(b, 2, static_cast<uint64_t>(testing::onnx_data_type(d)));
-    field_bytes(b, 9, expected.bytes);
+    field_bytes(b, 9, Bytes(expected.bytes.begin(), expected.bytes.end()));
     EXPECT_TRUE(testing::bit_equal(expected, parse(b), dtype_name(d)));
   }
 }

@@ -267,7 +267,7 @@ void read_fixed(Reader& r, int wire, std::size_t width, const char* field,
 }
 
 template <class T>
-void put(std::vector<uint8_t>& bytes, std::size_t i, T v) {
+void put(Bytes& bytes, std::size_t i, T v) {
   std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T));
 }
 
@@ -410,7 +410,7 @@ Tensor parse_tensor_proto(const uint8_t* bytes, std::size_t size, const std::str
          << raw_data->size();
       r.fail(os.str());
     }
-    t.bytes = std::move(*raw_data);
+    t.bytes.assign(raw_data->begin(), raw_data->end());
   } else {
     // Which typed field onnx.proto3 assigns to this type; every other typed field must be empty.
     const char* field = nullptr;
@@ -452,10 +452,10 @@ Tensor parse_tensor_proto(const uint8_t* bytes, std::size_t size, const std::str
     };
     switch (*dtype) {
       case DType::kFloat32:
-        t.bytes = std::move(float_data);
+        t.bytes.assign(float_data.begin(), float_data.end());
         break;
       case DType::kFloat64:
-        t.bytes = std::move(double_data);
+        t.bytes.assign(double_data.begin(), double_data.end());
         break;
       case DType::kInt64:
         for (std::size_t i = 0; i < count; ++i)
