@@ -42,6 +42,14 @@ Tensor::Tensor(DType t, Shape s) : dtype(t), shape(std::move(s)) {
   bytes.assign(static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype), 0);
 }
 
+Tensor Tensor::uninitialized(DType t, Shape s) {
+  Tensor r;
+  r.dtype = t;
+  r.shape = std::move(s);
+  r.bytes.resize(static_cast<std::size_t>(shape_numel(r.shape)) * dtype_size(t));
+  return r;
+}
+
 int64_t int_at(const Tensor& t, int64_t i) {
   switch (t.dtype) {
     case DType::kInt8:

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dtype.h"
@@ -17,7 +18,8 @@ using Shape = std::vector<int64_t>;
 
 // A tensor's storage: 64-byte aligned (a cache line, an AVX-512 vector, an AMX tile row), so that
 // the kernels' full-width loads of rows that start at a multiple of 64 bytes never straddle two
-// cache lines (a prepacked B in malloc's 16-byte alignment made a 512^3 u8.s8 AMX call 1.3x slower).
+// cache lines (a prepacked B in malloc's 16-byte alignment made a 512^3 u8.s8 AMX call 1.3x
+// slower).
 template <class T>
 struct CacheAlignedAllocator {
   using value_type = T;
@@ -29,6 +31,16 @@ struct CacheAlignedAllocator {
     return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kAlignment)));
   }
   void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t(kAlignment)); }
+  // Elements made without a value are default-initialized (bytes left as they are: see
+  // Tensor::uninitialized); every other construction is the usual one.
+  template <class U>
+  void construct(U* p) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
   template <class U>
   bool operator==(const CacheAlignedAllocator<U>&) const {
     return true;
@@ -57,6 +69,9 @@ struct Tensor {
 
   Tensor() = default;
   Tensor(DType t, Shape s);  // zero-filled
+  // The same tensor with its bytes unspecified: for an output about to be overwritten in full (a
+  // kernel's), where zero-filling it first is a pass over memory for nothing.
+  static Tensor uninitialized(DType t, Shape s);
 
   int64_t numel() const {
     const int64_t n = checked_numel(shape);

@@ -279,7 +279,7 @@ std::optional<Tensor> gemm_through_memo(const GemmArgs& args, const PackedB& pac
     return make_gemm(args, validate_gemm(args), &packed);
   };
   auto run = [&](const P& p) {
-    Tensor y(p.t, {p.m, p.n});
+    Tensor y = Tensor::uninitialized(p.t, {p.m, p.n});  // written in full
     run_gemm(p, args.a->bytes.data(), args.b->bytes.data(), args.c ? args.c->bytes.data() : nullptr,
              y.bytes.data());
     return y;
@@ -435,7 +435,7 @@ std::optional<Tensor> qlinear_matmul_through_memo(const QLinearMatMulArgs& args,
     return make_qlinear_matmul(args, validate_qlinear_matmul(args), &packed);
   };
   auto run = [&](const P& p) {
-    Tensor y(p.y_type, {p.m, p.n});
+    Tensor y = Tensor::uninitialized(p.y_type, {p.m, p.n});  // written in full
     run_qlinear_matmul(p, args.a->bytes.data(), args.b->bytes.data(), y.bytes.data());
     return y;
   };
@@ -605,7 +605,7 @@ std::optional<Tensor> qgemm_through_memo(const QGemmArgs& args, const PackedB& p
     return make_qgemm(args, validate_qgemm(args), &packed);
   };
   auto run = [&](const P& p) {
-    Tensor y(p.y_type, {p.m, p.n});
+    Tensor y = Tensor::uninitialized(p.y_type, {p.m, p.n});  // written in full
     run_qgemm(p, args.a->bytes.data(), args.b->bytes.data(),
               args.c ? args.c->bytes.data() : nullptr, y.bytes.data());
     return y;

@@ -18,7 +18,8 @@ class Bytes {
   Bytes(const uint8_t* data, size_t size) : data_(data), size_(size) {}
   uint8_t next() { return pos_ < size_ ? data_[pos_++] : 0; }
   // The rest of the input, cycled, as tensor data.
-  void fill(std::vector<uint8_t>& out) {
+  template <class Storage>
+  void fill(Storage& out) {
     const size_t rest = size_ > pos_ ? size_ - pos_ : 0;
     for (size_t i = 0; i < out.size(); ++i)
       out[i] = rest ? data_[pos_ + i % rest] : static_cast<uint8_t>(i * 37);
