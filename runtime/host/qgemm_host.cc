@@ -26,7 +26,7 @@ Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmK
                       uint8_t* placed_output, const PackedOperand* packed) {
   // K = 0: no sum to compute, the result is the epilogue of C alone; the reference evaluates it.
   if (plan.k == 0) return qgemm(args);
-  Tensor y(plan.out_dtype, {plan.m, plan.n});
+  Tensor y = Tensor::uninitialized(plan.out_dtype, {plan.m, plan.n});  // the kernel writes it all
   if (y.numel() == 0) return y;
   Tensor at, bt;
   const Tensor& a = args.trans_a ? (at = transposed(*args.a)) : *args.a;

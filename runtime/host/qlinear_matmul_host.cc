@@ -101,7 +101,7 @@ Tensor run_qlinear_matmul_host(const QLinearMatMulArgs& args, const QLinearMatMu
   const MatMulShape& s = plan.shape;
   // K = 0: no sum to compute, the result is the requantized zero alone; the reference evaluates it.
   if (s.k == 0) return qlinear_matmul(args);
-  Tensor y(plan.out_dtype, s.out);
+  Tensor y = Tensor::uninitialized(plan.out_dtype, s.out);  // every batch entry written below
   if (y.numel() == 0) return y;
 
   const std::size_t nb = s.batch.size();

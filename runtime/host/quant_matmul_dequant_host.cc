@@ -15,7 +15,7 @@ Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args,
                                      const QuantMatmulDequantPlan& plan,
                                      const QuantMatmulDequantKernelCall& call,
                                      uint8_t* placed_output) {
-  Tensor y(DType::kFloat16, {plan.m, plan.n});
+  Tensor y = Tensor::uninitialized(DType::kFloat16, {plan.m, plan.n});  // the kernel writes it all
   if (y.numel() == 0) return y;
   // Absent optional inputs: 1-element dummies of the kernel's input types, never read.
   const Tensor no_bias(DType::kInt32, {1});

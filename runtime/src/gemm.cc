@@ -48,7 +48,7 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
     b_t = transposed(*args.b);
     canon.b = &b_t;
   }
-  Tensor y(t, {plan.m, plan.n});
+  Tensor y = Tensor::uninitialized(t, {plan.m, plan.n});  // the kernel writes it all
   auto a = view(*canon.a, canon.a->shape);
   auto b = chosen.panels ? view(chosen.panels->panels, chosen.panels->panels.shape)
                          : view(*canon.b, canon.b->shape);

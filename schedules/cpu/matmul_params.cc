@@ -169,6 +169,7 @@ std::vector<CpuMatmulParams> CpuMatmulParams::amx_forms(const TargetInfo& t, Acc
     p.m_block = m_block;
     p.specialize_tails = true;
     p.amx = true;
+    p.k_unroll = 1;  // inert in the AMX sum (fit_draw)
     if (!p.validate(t, acc)) forms.push_back(p);
   }
   return forms;
@@ -192,6 +193,10 @@ void CpuMatmulParams::fit_draw(const TargetInfo& t, Accumulator acc) {
     n_block = (n_block + w - 1) / w * w;
   }
   if (m_block) m_block = (m_block + tile_rows - 1) / tile_rows * tile_rows;
+  // The AMX sum runs its K steps in one tile loop that k_unroll does not touch: one value, so that
+  // a search does not time the same kernel under several names (in a 2-thread tuning of the AMX
+  // level, 166 of the 305 AMX records repeated another's schedule but for k_unroll).
+  if (amx) k_unroll = 1;
 }
 
 }  // namespace mmtune::schedules
