@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 
@@ -373,6 +374,29 @@ TEST(Validation, InconsistentTensorBytes) {
   Call c = gemm();
   c.in.at("A").bytes.resize(4);
   EXPECT_THROW(run_reference(c.op, c.in, c.attrs), InvalidArgument);
+}
+
+// Storage: 64-byte aligned whatever its size and however it was made (kernels read 64-byte rows
+// of it, a prepacked B among them); zero-filled by the constructor, sized alike by uninitialized.
+TEST(TensorStorage, AlignedToCacheLinesAndSized) {
+  auto aligned = [](const Tensor& t) {
+    return reinterpret_cast<std::uintptr_t>(t.bytes.data()) % 64 == 0;
+  };
+  for (int64_t n : {1, 15, 64, 1000, 1 << 20}) {
+    SCOPED_TRACE(n);
+    const Tensor z(DType::kFloat32, {n});
+    EXPECT_TRUE(aligned(z));
+    EXPECT_EQ(z.bytes.size(), static_cast<std::size_t>(n) * 4);
+    for (uint8_t b : z.bytes) ASSERT_EQ(b, 0);
+    const Tensor copy = z;
+    EXPECT_TRUE(aligned(copy));
+    const Tensor u = Tensor::uninitialized(DType::kInt16, {2, n});
+    EXPECT_TRUE(aligned(u));
+    EXPECT_EQ(u.dtype, DType::kInt16);
+    EXPECT_EQ(u.shape, (Shape{2, n}));
+    EXPECT_EQ(u.bytes.size(), static_cast<std::size_t>(n) * 4);
+  }
+  EXPECT_THROW(Tensor::uninitialized(DType::kUInt8, {-1}), InvalidArgument);
 }
 
 }  // namespace
