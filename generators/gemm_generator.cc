@@ -143,7 +143,7 @@ class GemmGenerator : public Generator<GemmGenerator> {
 
   void schedule() {
     if (!using_autoscheduler()) {
-      schedule_knobs.apply(p_, get_target(), acc_);
+      schedule_knobs.apply(p_, get_target(), acc_, get_pipeline());
       return;
     }
     const auto e = schedule_knobs.autoschedule(p_);

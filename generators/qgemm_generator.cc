@@ -91,7 +91,7 @@ class QGemmGenerator : public Generator<QGemmGenerator> {
 
   void schedule() {
     if (!using_autoscheduler()) {
-      schedule_knobs.apply(p_, get_target(), acc_);
+      schedule_knobs.apply(p_, get_target(), acc_, get_pipeline());
       return;
     }
     const auto e = schedule_knobs.autoschedule(p_);

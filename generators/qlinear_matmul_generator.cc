@@ -141,7 +141,7 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
 
   void schedule() {
     if (!using_autoscheduler()) {
-      schedule_knobs.apply(p_, get_target(), acc_);
+      schedule_knobs.apply(p_, get_target(), acc_, get_pipeline());
       return;
     }
     const auto e = schedule_knobs.autoschedule(p_);

@@ -171,7 +171,7 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
 
   void schedule() {
     if (!using_autoscheduler()) {
-      schedule_knobs.apply(p_, get_target(), kAcc);
+      schedule_knobs.apply(p_, get_target(), kAcc, get_pipeline());
       return;
     }
     const auto e = schedule_knobs.autoschedule(p_);

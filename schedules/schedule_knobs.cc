@@ -4,6 +4,7 @@
 #include <map>
 #include <type_traits>
 
+#include "schedules/cpu/amx_jam.h"
 #include "schedules/cpu/matmul_schedule.h"
 #include "schedules/cuda/matmul_schedule.h"
 
@@ -43,7 +44,8 @@ Schedule ScheduleKnobs::schedule(const Halide::Target& t, Accumulator acc) const
   return s;
 }
 
-void ScheduleKnobs::apply(MatmulPipeline& p, const Halide::Target& t, Accumulator acc) const {
+void ScheduleKnobs::apply(MatmulPipeline& p, const Halide::Target& t, Accumulator acc,
+                          Halide::Pipeline pipeline) const {
   const Schedule s = schedule(t, acc);
   // One schedule function per template: cpu_matmul's register-tiled schedule serves arm_matmul and
   // hvx_matmul too; cuda_matmul has its own.
@@ -56,6 +58,13 @@ void ScheduleKnobs::apply(MatmulPipeline& p, const Halide::Target& t, Accumulato
           schedule_cuda_matmul(p, params, acc);
         } else {
           schedule_cpu_matmul(p, params);
+          if constexpr (std::is_same_v<P, CpuMatmulParams>) {
+            // amx_jam 2: two tiles of the innermost loop over tiles; 4: two by two.
+            if (params.amx && params.amx_jam > 1) {
+              pipeline.add_custom_lowering_pass(
+                  new AmxJam(params.amx_jam == 4 ? std::vector<int>{2, 2} : std::vector<int>{2}));
+            }
+          }
         }
       },
       s.params());

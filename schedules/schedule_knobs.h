@@ -32,8 +32,10 @@ class ScheduleKnobs {
     return schedule(t, acc).layout(target_info(t), acc);
   }
 
-  // Schedules `p` (built for layout(t, acc)) with the template's schedule function.
-  void apply(MatmulPipeline& p, const Halide::Target& t, Accumulator acc) const;
+  // Schedules `p` (built for layout(t, acc)) with the template's schedule function, and adds the
+  // lowering passes the schedule asks for to `pipeline` (the generator's, get_pipeline()).
+  void apply(MatmulPipeline& p, const Halide::Target& t, Accumulator acc,
+             Halide::Pipeline pipeline) const;
 
   // The shape an autoscheduler optimizes for: the generator parameters estimate_m, estimate_n and
   // estimate_k (a Halide user error when one is missing).

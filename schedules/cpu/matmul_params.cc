@@ -54,6 +54,10 @@ std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, Accumu
         << ", tile_columns=" << tile_columns(t, acc.bits)
         << ") from K groups of 4 (k_group=" << k_group << ") over the whole K (k_block=" << k_block
         << ")";
+  } else if (amx_jam != 1 && amx_jam != 2 && amx_jam != 4) {
+    why << "amx_jam=" << amx_jam << " is not 1, 2 or 4";
+  } else if (amx_jam > 1 && !amx) {
+    why << "amx_jam=" << amx_jam << " needs amx (it groups AMX accumulator tiles)";
   } else if (n_block > 0 && n_block % tile_columns(t, acc.bits) != 0) {
     why << "n_block=" << n_block << " is not a multiple of the tile width "
         << tile_columns(t, acc.bits);
@@ -170,7 +174,10 @@ std::vector<CpuMatmulParams> CpuMatmulParams::amx_forms(const TargetInfo& t, Acc
     p.specialize_tails = true;
     p.amx = true;
     p.k_unroll = 1;  // inert in the AMX sum (fit_draw)
-    if (!p.validate(t, acc)) forms.push_back(p);
+    for (int jam : {1, 4}) {
+      p.amx_jam = jam;
+      if (!p.validate(t, acc)) forms.push_back(p);
+    }
   }
   return forms;
 }
@@ -197,6 +204,8 @@ void CpuMatmulParams::fit_draw(const TargetInfo& t, Accumulator acc) {
   // a search does not time the same kernel under several names (in a 2-thread tuning of the AMX
   // level, 166 of the 305 AMX records repeated another's schedule but for k_unroll).
   if (amx) k_unroll = 1;
+  // Only the AMX form groups accumulator tiles.
+  if (!amx) amx_jam = 1;
 }
 
 }  // namespace mmtune::schedules

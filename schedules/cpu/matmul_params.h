@@ -57,7 +57,12 @@
     "the tile's sum in an AMX tile register (tdpbusd: 16 x 64-byte tiles of A and of B, 16 "       \
     "rows x 16 int32 accumulators; x86 with AMX, 8-bit operands, B prepacked): tiles of 16 x 16, " \
     "K in 64-byte steps over K groups of 4 padded with zeros; not drawn: the search starts from "  \
-    "amx_forms and mutates their blocks")
+    "amx_forms and mutates their blocks")                                                          \
+  X(amx_jam, int, 1, 1, 4, (1), "j", kValue, 1, true,                                              \
+    "accumulator tiles the AMX form sums at once in one K loop (schedules/cpu/amx_jam.h): 1; 2 "  \
+    "(two tiles of the innermost loop over tiles, sharing a tile load); 4 (two by two, that loop " \
+    "and the one around it: four multiplies per four tile loads); needs amx; not drawn: "          \
+    "amx_forms seeds 1 and 4")
 // clang-format on
 
 namespace mmtune::schedules {
@@ -100,7 +105,8 @@ struct CpuMatmulParams {
   static std::vector<CpuMatmulParams> gemv_forms(const TargetInfo& t, Accumulator acc);
   // The AMX forms (amx: 16 x 16 tiles) for `acc` on `t`, where they validate (an AMX target, an
   // exact 8-bit sum over a prepacked B): parallel tasks of the whole row range, of row blocks of
-  // 64 and 128 rows, and of strips of 256 and 1024 columns in row blocks of 64; empty elsewhere.
+  // 64 and 128 rows, and of strips of 256 and 1024 columns in row blocks of 64 and 128, each one
+  // tile at a time and four at once (amx_jam 4); empty elsewhere.
   static std::vector<CpuMatmulParams> amx_forms(const TargetInfo& t, Accumulator acc);
   // A draw from the knobs' searched values made consistent where that is only rounding (blocks
   // rounded up to whole tiles), and its vector width one of the two the search tries: the natural

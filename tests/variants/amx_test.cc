@@ -22,18 +22,20 @@ namespace {
 
 using testing::host_info;
 
-// AMX schedules: tiles of 16 x 16, with the blocking knobs varied.
+// AMX schedules: tiles of 16 x 16, with the blocking knobs varied, one accumulator tile at a time
+// or several (amx_jam: 2 tiles of the innermost loop over tiles, 4 two by two; where a loop's tile
+// count is odd, its last tile runs alone).
 std::vector<schedules::Schedule> amx_schedules() {
   std::vector<schedules::Schedule> out;
   struct Form {
     int rows, n_block, m_block;
     bool parallel, specialize_tails;
+    int jam;
   };
-  const Form forms[] = {{16, 0, 0, true, false},
-                        {16, 64, 32, true, true},
-                        {16, 256, 0, false, false},
-                        {16, 32, 16, true, false},
-                        {16, 0, 48, false, true}};
+  const Form forms[] = {
+      {16, 0, 0, true, false, 1},   {16, 64, 32, true, true, 1},   {16, 256, 0, false, false, 1},
+      {16, 32, 16, true, false, 1}, {16, 0, 48, false, true, 1},   {16, 64, 32, true, true, 4},
+      {16, 0, 48, false, true, 2},  {16, 256, 0, false, false, 4}, {16, 0, 0, true, true, 4}};
   for (const Form& f : forms) {
     schedules::CpuMatmulParams p = schedules::CpuMatmulParams::knobs().defaults();
     p.tile_rows = f.rows;
@@ -46,6 +48,7 @@ std::vector<schedules::Schedule> amx_schedules() {
     p.parallel = f.parallel;
     p.specialize_tails = f.specialize_tails;
     p.amx = true;
+    p.amx_jam = f.jam;
     out.emplace_back(p);
   }
   return out;

@@ -70,6 +70,14 @@ TEST(Instructions, ExactInt8SumsUseDotProductsAndNeverSaturate) {
 // The AMX form (cpu_matmul's amx knob, B prepacked): every 8-bit sign combination sums in the tile
 // multiply of its signs (tdpbusd for uint8 x int8, ...), the tile loaded and stored whole, never
 // through a saturating instruction. Compiled for Sapphire Rapids on any host (nothing runs).
+// A u8/s8 QLinearMatMul kernel of the AMX form (16 x 16 tiles, strips of 256, row blocks of 64, B
+// prepacked), `a` x `b`.
+std::map<std::string, std::string> amx_qlinear_matmul(const std::string& a, const std::string& b) {
+  return {{"a.type", a},         {"b.type", b},      {"y.type", "uint8"},    {"tile_rows", "16"},
+          {"tile_vectors", "1"}, {"n_block", "256"}, {"m_block", "64"},      {"pack_b", "true"},
+          {"k_group", "4"},      {"amx", "true"},    {"prepacked_b", "true"}};
+}
+
 TEST(Instructions, AmxSumsUseTileMultiplies) {
   const std::string target = "x86-64-linux-avx512_sapphirerapids-avx2-fma-f16c";
   const std::map<std::pair<std::string, std::string>, std::string> want = {
@@ -78,25 +86,62 @@ TEST(Instructions, AmxSumsUseTileMultiplies) {
       {{"uint8", "uint8"}, "tdpbuud"},
       {{"int8", "uint8"}, "tdpbsud"}};
   for (const auto& [types, instruction] : want) {
-    const std::string s = assembly("mmtune_qlinear_matmul",
-                                   {{"a.type", types.first},
-                                    {"b.type", types.second},
-                                    {"y.type", "uint8"},
-                                    {"tile_rows", "16"},
-                                    {"tile_vectors", "1"},
-                                    {"n_block", "256"},
-                                    {"m_block", "64"},
-                                    {"pack_b", "true"},
-                                    {"k_group", "4"},
-                                    {"amx", "true"},
-                                    {"prepacked_b", "true"}},
-                                   target);
+    const std::string s =
+        assembly("mmtune_qlinear_matmul", amx_qlinear_matmul(types.first, types.second), target);
     const std::string what = types.first + " x " + types.second;
     EXPECT_GT(count(s, instruction), 0) << what;
     EXPECT_GT(count(s, "tileloadd"), 0) << what;
     EXPECT_GT(count(s, "tilestored"), 0) << what;
     EXPECT_EQ(count(s, "pmaddubsw") + count(s, "vpdpbusds") + count(s, "vpdpwssds"), 0)
         << what << ": a saturating sum";
+  }
+}
+
+// The most tile multiplies one basic block of `s` holds, with that block's tile loads and stores.
+struct TileBlock {
+  int multiplies = 0, loads = 0, stores = 0;
+};
+TileBlock busiest_tile_block(const std::string& s) {
+  TileBlock best, cur;
+  std::istringstream lines(s);
+  std::string line;
+  auto close = [&]() {
+    if (cur.multiplies > best.multiplies) best = cur;
+    cur = TileBlock{};
+  };
+  while (std::getline(lines, line)) {
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    const std::string text = line.substr(first);
+    if (text.rfind(".LBB", 0) == 0 || text.rfind("# %bb.", 0) == 0 || text[0] == 'j') {
+      close();
+      continue;
+    }
+    cur.multiplies += count(text, "tdpbusd");
+    cur.loads += count(text, "tileloadd");
+    cur.stores += count(text, "tilestored");
+  }
+  close();
+  return best;
+}
+
+TEST(Instructions, AmxJamSumsSeveralTilesPerKStepWithoutSpills) {
+  // amx_jam (schedules/cpu/amx_jam.h): 1, one tile multiply per K step (two tile loads); 2, two
+  // tiles of a column of tiles (B's tile loaded once: three loads); 4, two by two (four loads).
+  // No tile store inside the step: the accumulators stay in tile registers (LLVM spills them
+  // with tilestored when they do not fit the eight).
+  const std::string target = "x86-64-linux-avx512_sapphirerapids-avx2-fma-f16c";
+  const std::map<int, TileBlock> want = {{1, {1, 2, 0}}, {2, {2, 3, 0}}, {4, {4, 4, 0}}};
+  for (const auto& [jam, expected] : want) {
+    std::map<std::string, std::string> params = amx_qlinear_matmul("uint8", "int8");
+    params["k_unroll"] = "1";
+    params["specialize_tails"] = "true";
+    params["amx_jam"] = std::to_string(jam);
+    const std::string s = assembly("mmtune_qlinear_matmul", params, target);
+    const TileBlock got = busiest_tile_block(s);
+    EXPECT_EQ(got.multiplies, expected.multiplies) << "amx_jam=" << jam;
+    EXPECT_EQ(got.loads, expected.loads) << "amx_jam=" << jam;
+    EXPECT_EQ(got.stores, expected.stores) << "amx_jam=" << jam << ": tiles spilled in the K loop";
   }
 }
 
