@@ -58,6 +58,11 @@ std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, Accumu
     why << "amx_jam=" << amx_jam << " is not 1, 2 or 4";
   } else if (amx_jam > 1 && !amx) {
     why << "amx_jam=" << amx_jam << " needs amx (it groups AMX accumulator tiles)";
+  } else if (amx_jam > 1 && n_block > 0 && m_block == 0 && !parallel && specialize_tails) {
+    // (LLVM's tile register allocation aborts on that loop nest, "Unexpected machine instruction
+    // on tile register", for amx_jam 2 and 4 alike; without the branch of whole tiles it compiles.)
+    why << "amx_jam=" << amx_jam << " with strips (n_block=" << n_block
+        << ") and specialize_tails needs row blocks (m_block) or parallel tasks";
   } else if (n_block > 0 && n_block % tile_columns(t, acc.bits) != 0) {
     why << "n_block=" << n_block << " is not a multiple of the tile width "
         << tile_columns(t, acc.bits);
