@@ -324,7 +324,6 @@ Stmt AmxJam::visit(const For* op) {
     jammed = Block::make(jammed, For::make(op->name, simplify(op->min + done), left, op->for_type,
                                            op->partition_policy, op->device_api, body));
   }
-  ++jammed_;
   return jammed;
 }
 

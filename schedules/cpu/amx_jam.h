@@ -1,16 +1,18 @@
 // A lowering pass for the cpu_matmul template's AMX form: several accumulator tiles at once.
 //
-// Halide 21's AMX lowering (ExtractTileOperations) gives each tile of the output its own
+// Halide 21's AMX lowering (ExtractTileOperations) gives each 16x16 tile of the output its own
 // sequence: tilezero, K/64 x (tileloadd A, tileloadd B, tdpbusd), tilestored, epilogue, one
-// accumulator tile at a time. Two tile loads per multiply bound it (and the epilogue of one tile
-// waits for the whole sum of the next). The pass unrolls and jams the innermost loop over tiles:
-// `jam` consecutive tiles of that loop (rows of tiles, or columns) are zeroed together, summed in
-// one K loop whose step multiplies each tile in turn (a tile load shared by the tiles that read the
-// same A rows or B columns is then loaded once per tile, after LLVM's common-subexpression pass),
-// stored, then each one's epilogue in order. Each tile's sum keeps its K order and its own
-// accumulator; the outputs are exactly those of the loop it replaces. A loop that is not in that
-// form (the guarded ragged-edge loops, for one) is left as it is; a loop whose extent is not a
-// multiple of jam runs its last tiles in the original form.
+// accumulator tile at a time: two tile loads per tile multiply. The pass runs after it (Halide
+// runs custom passes on the lowered statement) and unrolls and jams the loops over tiles: the
+// innermost loop whose body is a tile's sequence by jams[0] (two tiles of a row or a column of
+// tiles), then the loop around it by jams[1] (its copies' inner loops fused: two by two). The
+// tiles of one iteration are zeroed together, summed in one K loop whose step multiplies each tile
+// in turn, with each distinct tile load bound once (A's tile shared by the tiles of one row, B's by
+// those of one column: two by two, four loads per four multiplies), then copied and requantized
+// tile by tile in order. Each tile keeps its own accumulator and its K order: the outputs are
+// exactly those of the loops it replaces. A loop not in the form it knows (the branches with tail
+// guards, whose tiles sit under conditions) is left as it is; a loop whose tile count is not a
+// multiple of the factor runs its last tiles in the original form.
 #pragma once
 
 #include <Halide.h>
@@ -25,8 +27,6 @@ namespace mmtune::schedules {
 class AmxJam : public Halide::Internal::IRMutator {
  public:
   explicit AmxJam(std::vector<int> jams) : jams_(std::move(jams)) {}
-  // Loops jammed so far (over every function this pass lowered).
-  int jammed() const { return jammed_; }
 
  protected:
   using Halide::Internal::IRMutator::visit;
@@ -34,7 +34,6 @@ class AmxJam : public Halide::Internal::IRMutator {
 
  private:
   std::vector<int> jams_;
-  int jammed_ = 0;
 };
 
 }  // namespace mmtune::schedules
