@@ -563,6 +563,7 @@ TEST_F(Autotune, APrepackedIdentityIsTunedAsThePrepackedKernel) {
                                  {"k_block", 0},
                                  {"pack_a", false},
                                  {"amx", false},
+                                 {"amx_jam", 1},
                                  {"vector_width", 0}};
   {
     Database w = Database::open(db, true);
