@@ -223,9 +223,21 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
     prov << "tuned by mmtune autotune " << p.value("date", "") << " on " << p.value("cpu", "?")
          << " (" << p.value("cores", 0) << " cores), Halide " << p.value("halide", "?")
          << ", mmtune " << p.value("mmtune", "?") << ", " << p.value("threads", 1)
-         << " thread(s): bucket " << r.bucket << " at " << r.shape.at(0) << "x" << r.shape.at(1)
-         << "x" << r.shape.at(2) << " " << rate_text(r) << " (" << w.passed << " of "
-         << w.candidates << " candidates passed the gate)";
+         << " thread(s): bucket " << r.bucket;
+    if (const auto sr = r.extra.find("shape_rates"); sr != r.extra.end() && sr->size() > 1) {
+      // A finalist ranked over its bucket's shapes: its rate is their geometric mean.
+      prov << " " << rate_text(r) << ", the geometric mean of a finalist's rates at";
+      for (const nlohmann::json& e : *sr) {
+        const auto d = e["shape"].get<std::vector<int64_t>>();
+        Record at = r;
+        at.rate = e["rate"].get<double>();
+        prov << " " << d.at(0) << "x" << d.at(1) << "x" << d.at(2) << " " << rate_text(at);
+      }
+    } else {
+      prov << " at " << r.shape.at(0) << "x" << r.shape.at(1) << "x" << r.shape.at(2) << " "
+           << rate_text(r);
+    }
+    prov << " (" << w.passed << " of " << w.candidates << " candidates passed the gate)";
     if (&r != w.record) {
       prov << ", serving within " << std::lround(100 * sv->second.tolerance)
            << "% noise of the bucket's own winner (" << rate_text(*w.record) << ")";
@@ -624,13 +636,31 @@ TuneSummary autotune(const TuneOptions& o) {
       if (!passed.empty()) {
         std::vector<nlohmann::json> finalists;
         for (const Record* r : passed) finalists.push_back(r->schedule);
-        pool.submit(make_job(finalists, true));
-        while (!pool.idle()) {
-          if (g_interrupts >= 2) {
-            pool.kill_all();
-            break;
+        // At the shape the search timed (the full battery), then at each other listed shape of
+        // the bucket, one job after the other (nothing compiles while they time): a finalist is
+        // ranked by its geometric mean over the bucket's shapes (combine_shape_records).
+        std::vector<NamedShape> at = {shape};
+        for (const NamedShape& s : u.bucket.shapes) {
+          if (s.m != shape.m || s.n != shape.n || s.k != shape.k) at.push_back(s);
+        }
+        std::map<std::string, std::vector<Record>> measured;  // schedule text -> one per shape
+        for (std::size_t si = 0; si < at.size() && g_interrupts == 0; ++si) {
+          Job job = make_job(finalists, si == 0);
+          job.shape = {at[si].m, at[si].n, at[si].k};
+          pool.submit(job);
+          while (!pool.idle()) {
+            if (g_interrupts >= 2) {
+              pool.kill_all();
+              break;
+            }
+            for (Record& r : pool.collect(0.5)) measured[r.schedule.dump()].push_back(r);
           }
-          for (Record& r : pool.collect(0.5)) store(r, o.strategy, "final");
+        }
+        if (g_interrupts == 0) {
+          for (const nlohmann::json& f : finalists) {
+            auto it = measured.find(f.dump());
+            if (it != measured.end()) store(combine_shape_records(it->second), o.strategy, "final");
+          }
         }
       }
     }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -260,6 +261,42 @@ std::map<std::string, Winner> best_records(const std::vector<Record>& records) {
     it = it->second.record ? std::next(it) : best.erase(it);
   }
   return best;
+}
+
+Record combine_shape_records(const std::vector<Record>& at_shapes) {
+  MMTUNE_CHECK(!at_shapes.empty(), "combine_shape_records: no records");
+  Record out = at_shapes.front();
+  if (at_shapes.size() == 1) return out;
+  nlohmann::json rates = nlohmann::json::array();
+  double log_sum = 0;
+  const Record* failed = nullptr;
+  for (const Record& r : at_shapes) {
+    MMTUNE_CHECK(r.schedule == out.schedule && r.identity == out.identity && r.bucket == out.bucket,
+                 "combine_shape_records: records of different candidates: "
+                     << r.schedule.dump() << " in " << r.bucket << ", " << out.schedule.dump()
+                     << " in " << out.bucket);
+    rates.push_back({{"shape", r.shape}, {"rate", r.rate}, {"outcome", outcome_name(r.outcome)}});
+    if (r.outcome != Outcome::kPassed || !(r.rate > 0)) {
+      if (!failed) failed = &r;
+    } else {
+      log_sum += std::log(r.rate);
+    }
+  }
+  out.extra["shape_rates"] = rates;
+  if (failed) {
+    std::ostringstream shape;
+    for (std::size_t i = 0; i < failed->shape.size(); ++i)
+      shape << (i ? "x" : "") << failed->shape[i];
+    out.outcome = failed->outcome == Outcome::kPassed ? Outcome::kRunFailed : failed->outcome;
+    out.detail =
+        "at " + shape.str() + ", a shape of its bucket: " +
+        (failed->detail.empty() ? std::string(outcome_name(failed->outcome)) : failed->detail);
+    if (failed->outcome != Outcome::kPassed) out.gate = failed->gate;
+    out.rate = 0;
+    return out;
+  }
+  out.rate = std::exp(log_sum / double(at_shapes.size()));
+  return out;
 }
 
 double relative_spread(const Record& r) {

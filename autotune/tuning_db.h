@@ -107,6 +107,15 @@ struct Winner {
 };
 std::map<std::string, Winner> best_records(const std::vector<Record>& records);
 
+// One finalist re-measured at every listed shape of its bucket (the records of one schedule, the
+// representative shape's first): the representative's record (its shape, samples and gate), its
+// rate the geometric mean of the shapes' rates, extra "shape_rates" [{"shape": [M, N, K], "rate":
+// R, "outcome": O}] each; not passed (the first failing shape's outcome, its detail naming the
+// shape) unless every shape passed. A bucket spans shapes whose best schedules differ (128 x 4096
+// x 4096 wants strips for its two tasks, 1024^3 does not); ranked at its median shape alone, the
+// winner can lose 20 % at the others. One record: unchanged.
+Record combine_shape_records(const std::vector<Record>& at_shapes);
+
 // A record's measurement noise: the interquartile range of its samples over their median (0 with
 // fewer than 4 samples).
 double relative_spread(const Record& r);

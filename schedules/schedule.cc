@@ -175,17 +175,20 @@ Schedule default_schedule(const TargetInfo& t, Accumulator acc) {
 
 std::vector<Schedule> shape_seeds(const TargetInfo& t, Accumulator acc, int64_t m) {
   std::vector<Schedule> seeds;
+  // For M <= 4 the GEMV forms first: a budget that reaches a few seeds tries both kinds (the AMX
+  // forms alone fill 16 candidates).
+  if (m <= 4) {
+    Schedule::Params p = template_by_name(default_template(t));
+    std::visit(
+        [&](const auto& params) {
+          using P = std::decay_t<decltype(params)>;
+          for (const P& g : P::gemv_forms(t, acc)) seeds.emplace_back(Schedule::Params(g));
+        },
+        p);
+  }
   // The AMX forms: the knobs' searched values never draw a 16 x 16 tile of one vector.
   for (const CpuMatmulParams& a : CpuMatmulParams::amx_forms(t, acc))
     seeds.emplace_back(Schedule::Params(a));
-  if (m > 4) return seeds;
-  Schedule::Params p = template_by_name(default_template(t));
-  std::visit(
-      [&](const auto& params) {
-        using P = std::decay_t<decltype(params)>;
-        for (const P& g : P::gemv_forms(t, acc)) seeds.emplace_back(Schedule::Params(g));
-      },
-      p);
   return seeds;
 }
 

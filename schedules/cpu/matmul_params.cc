@@ -167,19 +167,22 @@ std::vector<CpuMatmulParams> CpuMatmulParams::amx_forms(const TargetInfo& t, Acc
   // 1.0x the whole-rows form at 1 thread and 2.0x it at 2 on 128x4096x4096 (Xeon with AMX).
   const std::pair<int, int> blocks[] = {{0, 0},    {0, 64},    {0, 128},   {64, 0},
                                         {256, 64}, {1024, 64}, {256, 128}, {1024, 128}};
-  for (const auto& [n_block, m_block] : blocks) {
-    CpuMatmulParams p = knobs().defaults();
-    p.tile_rows = 16;
-    p.tile_vectors = 1;
-    p.vector_width = 0;
-    p.k_group = 4;
-    p.pack_b = true;
-    p.n_block = n_block;
-    p.m_block = m_block;
-    p.specialize_tails = true;
-    p.amx = true;
-    p.k_unroll = 1;  // inert in the AMX sum (fit_draw)
-    for (int jam : {1, 4}) {
+  // Every block form four tiles at once first, then one at a time (four ran ahead in every block
+  // form timed): in block order, each form both ways, a bucket's 17 candidates left out {1024,
+  // 128} four at a time, its best form at 1024^3 and 512x4096x4096.
+  for (int jam : {4, 1}) {
+    for (const auto& [n_block, m_block] : blocks) {
+      CpuMatmulParams p = knobs().defaults();
+      p.tile_rows = 16;
+      p.tile_vectors = 1;
+      p.vector_width = 0;
+      p.k_group = 4;
+      p.pack_b = true;
+      p.n_block = n_block;
+      p.m_block = m_block;
+      p.specialize_tails = true;
+      p.amx = true;
+      p.k_unroll = 1;  // inert in the AMX sum (fit_draw)
       p.amx_jam = jam;
       if (!p.validate(t, acc)) forms.push_back(p);
     }

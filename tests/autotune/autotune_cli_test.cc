@@ -156,6 +156,45 @@ TEST_F(Autotune, KillNineThenResumeMeasuresNothingTwice) {
   EXPECT_EQ(keys_of(path("clean") + "/tuning.jsonl"), after);
 }
 
+// A bucket of several listed shapes: its finalists are timed at each (the search at the median
+// shape only) and ranked by the geometric mean of those rates; the tuned database says so.
+TEST_F(Autotune, FinalistsAreTimedAtEveryShapeOfTheirBucket) {
+  const CliResult r =
+      run("autotune --op Gemm:float32 --shape 70,40,33 --shape 96,64,48 --shape 80,24,40"
+          " --max-candidates 3 --strategy random --seed 5 --finalists 2 --quiet --jobs 2"
+          " --baselines none --no-package --out " +
+          path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Database d = Database::open(path("out") + "/tuning.jsonl", false);
+  int finals = 0;
+  for (const Record& rec : candidates_of(d)) {
+    if (rec.extra.value("stage", "") != "final") continue;
+    ++finals;
+    ASSERT_EQ(rec.outcome, Outcome::kPassed) << rec.to_json().dump();
+    // The median shape by operations (80x24x40 < 70x40x33 < 96x64x48) first.
+    EXPECT_EQ(rec.shape, (std::vector<int64_t>{70, 40, 33}));
+    const auto& sr = rec.extra.at("shape_rates");
+    ASSERT_EQ(sr.size(), 3u) << rec.to_json().dump();
+    std::set<std::vector<int64_t>> shapes;
+    double log_sum = 0;
+    for (const auto& e : sr) {
+      shapes.insert(e.at("shape").get<std::vector<int64_t>>());
+      EXPECT_EQ(e.at("outcome"), "passed");
+      ASSERT_GT(e.at("rate").get<double>(), 0);
+      log_sum += std::log(e.at("rate").get<double>());
+    }
+    EXPECT_EQ(shapes, (std::set<std::vector<int64_t>>{{70, 40, 33}, {96, 64, 48}, {80, 24, 40}}));
+    EXPECT_NEAR(rec.rate, std::exp(log_sum / 3), 1e-9 * rec.rate);
+  }
+  EXPECT_EQ(finals, 2);
+  const Record& any = d.records().front();
+  const auto tuned = nlohmann::json::parse(slurp(path("out") + "/tuned/" + any.target + ".json"));
+  ASSERT_EQ(tuned.at("kernels").size(), 1u) << tuned.dump();
+  const std::string prov = tuned["kernels"][0].at("provenance").get<std::string>();
+  EXPECT_NE(prov.find("the geometric mean of a finalist's rates at 70x40x33 "), std::string::npos)
+      << prov;
+}
+
 TEST_F(Autotune, TwoShardsMergedHoldTheCandidatesOfOneRun) {
   const std::string common =
       " --op Gemm:float32 --op Gemm:int32 --shape 1,64,64 --shape 16,64,64"

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -415,6 +416,70 @@ TEST(TuningDbEmit, ParallelOnlyPassesOverSerialWinnersWhereAParallelScheduleRan)
   EXPECT_EQ(parallel.size(), 2u);
   EXPECT_EQ(parallel[0], 6);   // the passed parallel schedule, 10 % behind
   EXPECT_EQ(parallel[65], 8);  // no parallel schedule passed in b
+}
+
+// A finalist timed at each listed shape of its bucket is ranked by the geometric mean of its rates
+// there: the schedule fastest at the shape the search timed can lose to one that is faster across
+// the bucket; a shape where it failed makes the finalist a failure naming that shape.
+TEST(TuningDbFinalists, RankedByTheGeometricMeanOverTheBucketsShapes) {
+  const std::string bucket = "m65+.n513-4096.k513-4096";
+  auto at = [&](int tile_rows, std::vector<int64_t> shape, double rate) {
+    Record r = record(tile_rows, Outcome::kPassed, rate, bucket);
+    r.shape = std::move(shape);
+    r.samples_s = {1e-3, 1.1e-3, 1.2e-3, 1.3e-3};
+    r.extra["stage"] = "final";
+    return r;
+  };
+  const std::vector<int64_t> median = {128, 4096, 4096}, square = {1024, 1024, 1024},
+                             tall = {512, 4096, 4096};
+  // Schedule 4: fastest at the median shape, slow at the others; 6: a little behind there.
+  const Record a =
+      combine_shape_records({at(4, median, 3000e9), at(4, square, 3000e9), at(4, tall, 2400e9)});
+  const Record b =
+      combine_shape_records({at(6, median, 2800e9), at(6, square, 4000e9), at(6, tall, 4200e9)});
+  EXPECT_EQ(a.outcome, Outcome::kPassed);
+  EXPECT_EQ(a.shape, median);  // the shape the search timed, its samples and gate
+  EXPECT_EQ(a.samples_s, at(4, median, 1).samples_s);
+  EXPECT_NEAR(a.rate, std::cbrt(3000e9 * 3000e9 * 2400e9), 1e3);
+  EXPECT_NEAR(b.rate, std::cbrt(2800e9 * 4000e9 * 4200e9), 1e3);
+  ASSERT_EQ(b.extra.at("shape_rates").size(), 3u);
+  EXPECT_EQ(b.extra["shape_rates"][1].at("shape").get<std::vector<int64_t>>(), square);
+  EXPECT_EQ(b.extra["shape_rates"][1].at("rate").get<double>(), 4000e9);
+  EXPECT_EQ(b.extra["shape_rates"][2].at("outcome"), "passed");
+  // The search records: 4 ahead at the median shape.
+  Record search4 = at(4, median, 3100e9), search6 = at(6, median, 2900e9);
+  search4.extra.erase("stage");
+  search6.extra.erase("stage");
+  const std::vector<Record> rs = {search4, search6, a, b};
+  const auto best = best_records(rs);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best.begin()->second.record->schedule.at("tile_rows"), 6);
+  const nlohmann::json kernels = tuned_database_kernels(rs);
+  ASSERT_EQ(kernels.size(), 1u) << kernels.dump();
+  EXPECT_EQ(kernels[0].at("schedule").at("tile_rows"), 6);
+  const std::string prov = kernels[0].at("provenance").get<std::string>();
+  EXPECT_NE(prov.find("bucket m65+.n513-4096.k513-4096 3610 G/s, the geometric mean of a "
+                      "finalist's rates at 128x4096x4096 2800 G/s 1024x1024x1024 4000 G/s "
+                      "512x4096x4096 4200 G/s (4 of 4 candidates passed the gate)"),
+            std::string::npos)
+      << prov;
+  // A failure at any shape: the finalist failed, with that shape's outcome, gate and reason.
+  Record wrong = at(6, tall, 0);
+  wrong.outcome = Outcome::kIncorrect;
+  wrong.rate = 0;
+  wrong.gate = {{"first_mismatch", {{"index", 7}}}};
+  wrong.detail = "output 7 differs";
+  const Record c = combine_shape_records({at(6, median, 2800e9), at(6, square, 4000e9), wrong});
+  EXPECT_EQ(c.outcome, Outcome::kIncorrect);
+  EXPECT_EQ(c.rate, 0);
+  EXPECT_EQ(c.gate, wrong.gate);
+  EXPECT_EQ(c.detail, "at 512x4096x4096, a shape of its bucket: output 7 differs");
+  EXPECT_EQ(c.extra.at("shape_rates")[2].at("outcome"), "incorrect");
+  // One shape: the record as it was measured.
+  const Record one = at(4, median, 3000e9);
+  EXPECT_EQ(combine_shape_records({one}).to_json(), one.to_json());
+  // Records of different schedules are never combined.
+  EXPECT_THROW(combine_shape_records({at(4, median, 1e9), at(6, square, 1e9)}), InternalError);
 }
 
 TEST(TuneBuckets, ClassesOfMNAndK) {

@@ -732,6 +732,32 @@ TEST(ThreadSplits, SplitRowBlocksAndStripsIntoATaskPerThread) {
     EXPECT_EQ(c.validate(t, acc), std::nullopt);
 }
 
+// On the AMX level, a small-M bucket's seeds are the GEMV forms first, then the AMX forms (16 of
+// them: a budget of 16 candidates used to try the AMX forms alone at M = 1); larger M gets the AMX
+// forms only, each block form four tiles at once before one tile at a time.
+TEST(ShapeSeeds, GemvFormsComeBeforeTheAmxFormsAtSmallM) {
+  const TargetInfo t = schedules::target_info("x86-64-linux-avx512_sapphirerapids-avx2-fma-f16c");
+  Accumulator acc{32, true, 8};
+  acc.b_prepacked = true;
+  const auto amx = CpuMatmulParams::amx_forms(t, acc);
+  ASSERT_FALSE(amx.empty());
+  const std::vector<Schedule> large = schedules::shape_seeds(t, acc, 128);
+  ASSERT_EQ(large.size(), amx.size());
+  // Every block form four tiles at once, then every one one tile at a time.
+  for (std::size_t i = 0; i < large.size(); ++i) {
+    const auto& p = std::get<CpuMatmulParams>(large[i].params());
+    EXPECT_TRUE(p.amx) << i;
+    EXPECT_EQ(p.amx_jam, i < large.size() / 2 ? 4 : 1) << i;
+  }
+  const std::vector<Schedule> small = schedules::shape_seeds(t, acc, 1);
+  ASSERT_GT(small.size(), amx.size());
+  const std::size_t gemv = small.size() - amx.size();
+  for (std::size_t i = 0; i < small.size(); ++i) {
+    EXPECT_EQ(std::get<CpuMatmulParams>(small[i].params()).amx, i >= gemv) << i;
+    EXPECT_EQ(small[i].validate(t, acc), std::nullopt) << i;
+  }
+}
+
 // The GEMV forms the search seeds small-M buckets with: valid where offered, K in blocks with one
 // tile row per block (B streamed once), one tile row over packed panels in the largest K group
 // the sum allows (the prepacked form) or over four packed panels at once in K blocks of 2 (B read
