@@ -336,10 +336,6 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
   return impls;
 }
 
-std::string shape_text(const NamedShape& s) {
-  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-}
-
 }  // namespace
 
 std::function<int()> add_bench_command(CLI::App& app) {

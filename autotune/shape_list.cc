@@ -63,4 +63,10 @@ NamedShape parse_shape(const std::string& spec) {
   invalid("shapes", "--mm_shape=", spec, " is not name:M,N,K with positive integers");
 }
 
+std::string shape_text(const std::vector<int64_t>& dims) {
+  std::string out;
+  for (std::size_t i = 0; i < dims.size(); ++i) out += (i ? "x" : "") + std::to_string(dims[i]);
+  return out;
+}
+
 }  // namespace mmtune

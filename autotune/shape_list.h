@@ -27,4 +27,8 @@ NamedShape parse_mnk(const std::string& text, const char* where);
 // Parses `name:M,N,K` (the --mm_shape flag).
 NamedShape parse_shape(const std::string& spec);
 
+// "MxNxK" (any number of dimensions, joined by 'x').
+std::string shape_text(const std::vector<int64_t>& dims);
+inline std::string shape_text(const NamedShape& s) { return shape_text({s.m, s.n, s.k}); }
+
 }  // namespace mmtune

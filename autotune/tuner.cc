@@ -228,14 +228,12 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
       // A finalist ranked over its bucket's shapes: its rate is their geometric mean.
       prov << " " << rate_text(r) << ", the geometric mean of a finalist's rates at";
       for (const nlohmann::json& e : *sr) {
-        const auto d = e["shape"].get<std::vector<int64_t>>();
-        Record at = r;
+        Record at = r;  // (rate_text reads the record's cost kind)
         at.rate = e["rate"].get<double>();
-        prov << " " << d.at(0) << "x" << d.at(1) << "x" << d.at(2) << " " << rate_text(at);
+        prov << " " << shape_text(e["shape"].get<std::vector<int64_t>>()) << " " << rate_text(at);
       }
     } else {
-      prov << " at " << r.shape.at(0) << "x" << r.shape.at(1) << "x" << r.shape.at(2) << " "
-           << rate_text(r);
+      prov << " at " << shape_text(r.shape) << " " << rate_text(r);
     }
     prov << " (" << w.passed << " of " << w.candidates << " candidates passed the gate)";
     if (&r != w.record) {

@@ -284,12 +284,9 @@ Record combine_shape_records(const std::vector<Record>& at_shapes) {
   }
   out.extra["shape_rates"] = rates;
   if (failed) {
-    std::ostringstream shape;
-    for (std::size_t i = 0; i < failed->shape.size(); ++i)
-      shape << (i ? "x" : "") << failed->shape[i];
     out.outcome = failed->outcome == Outcome::kPassed ? Outcome::kRunFailed : failed->outcome;
     out.detail =
-        "at " + shape.str() + ", a shape of its bucket: " +
+        "at " + shape_text(failed->shape) + ", a shape of its bucket: " +
         (failed->detail.empty() ? std::string(outcome_name(failed->outcome)) : failed->detail);
     if (failed->outcome != Outcome::kPassed) out.gate = failed->gate;
     out.rate = 0;
