@@ -189,6 +189,10 @@ std::vector<Schedule> shape_seeds(const TargetInfo& t, Accumulator acc, int64_t 
   // The AMX forms: the knobs' searched values never draw a 16 x 16 tile of one vector.
   for (const CpuMatmulParams& a : CpuMatmulParams::amx_forms(t, acc))
     seeds.emplace_back(Schedule::Params(a));
+  if (CpuMatmulParams::fits(t)) {
+    for (const CpuMatmulParams& b : CpuMatmulParams::blocked_forms(t, acc, m))
+      seeds.emplace_back(Schedule::Params(b));
+  }
   return seeds;
 }
 

@@ -101,7 +101,8 @@ Schedule default_schedule(const TargetInfo& t, Accumulator acc);
 // on AMX targets for exact 8-bit sums over a prepacked B, the AMX forms (CpuMatmulParams::
 // amx_forms, a tile the random draws never make); for M <= 4 the template's GEMV forms (cpu_matmul:
 // CpuMatmulParams::gemv_forms), which a short random walk rarely assembles (four knobs must
-// agree); empty elsewhere.
+// agree); for M > 64 on x86 the cache-blocked forms where the sum's K group is 1 (float sums:
+// CpuMatmulParams::blocked_forms); empty elsewhere.
 std::vector<Schedule> shape_seeds(const TargetInfo& t, Accumulator acc, int64_t m);
 
 // Children of `s` that split an (m, n) product into `threads` parallel tasks where `s` gives

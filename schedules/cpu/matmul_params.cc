@@ -190,6 +190,42 @@ std::vector<CpuMatmulParams> CpuMatmulParams::amx_forms(const TargetInfo& t, Acc
   return forms;
 }
 
+std::vector<CpuMatmulParams> CpuMatmulParams::blocked_forms(const TargetInfo& t, Accumulator acc,
+                                                            int64_t m) {
+  std::vector<CpuMatmulParams> forms;
+  if (m <= 64) return forms;
+  // Measured at 2 threads on a Xeon with AVX-512 (float32, fma, B prepacked; G/s): at
+  // 128x4096x4096 the 6x64 tile over strips of 256, one row block of 132 rows and K blocks of 256
+  // ran 299-315, over panels of 64 with K whole (the search's pick) 276; at 128x4096x11008 321
+  // against 162; at 512x4096x4096 340 against 377 (four row blocks: B read four times).
+  // The tile: 6 rows of 4 vectors where the registers hold them (AVX-512), else of 2 (AVX2's 16
+  // registers; 6x16 was the AVX2 level's float32 pick), else the template's default.
+  CpuMatmulParams base = defaults(t, acc);  // its K group the sum's natural one
+  for (const int vectors : {4, 2}) {
+    CpuMatmulParams p = base;
+    p.tile_rows = 6;
+    p.tile_vectors = vectors;
+    if (p.vector_registers_needed(t, acc) <= t.vector_registers) {
+      base = p;
+      break;
+    }
+  }
+  const int rows = static_cast<int>(std::min<int64_t>(m, 128));
+  for (const auto& [n_block, k_block] : {std::pair{256, 256}, {256, 128}, {512, 256}, {512, 128}}) {
+    CpuMatmulParams p = base;  // k_block validates with K groups of 1 only
+    p.pack_b = true;
+    p.pack_a = false;
+    p.parallel = true;
+    p.specialize_tails = true;
+    p.n_block = n_block;
+    p.m_block = rows;
+    p.k_block = k_block;
+    p.fit_draw(t, acc);
+    if (!p.validate(t, acc)) forms.push_back(p);
+  }
+  return forms;
+}
+
 void CpuMatmulParams::fit_draw(const TargetInfo& t, Accumulator acc) {
   // Vectors of two registers: LLVM splits each into its two halves and keeps a row's halves next to
   // each other, so a broadcast of A is used by both at once. With one vector per register the

@@ -758,6 +758,87 @@ TEST(ShapeSeeds, GemvFormsComeBeforeTheAmxFormsAtSmallM) {
   }
 }
 
+// `s` through the JIT on `target` against the reference, bit for bit, under each float contract
+// the target and `type` have (fma needs an FMA target and a float type); returns the count run.
+int expect_exact_under_each_contract(GemmArgs args, const Schedule& s, const char* target,
+                                     const std::string& type) {
+  int ran = 0;
+  for (FloatContract c : {FloatContract::kStrict, FloatContract::kFma}) {
+    if (c == FloatContract::kFma &&
+        (type == "int32" || std::string(target).find("fma") == std::string::npos))
+      continue;
+    args.contract = c;
+    HalideVariant v;
+    v.schedule = s;
+    v.target = target;
+    EXPECT_TRUE(
+        testing::bit_equal(gemm(args), gemm_halide(args, v),
+                           std::string(target) + " " + type + " " + nlohmann::json(s).dump()));
+    ++ran;
+  }
+  return ran;
+}
+
+// The cache-blocked forms the search seeds buckets of more than 64 rows with, for float sums: the
+// 6-row tile of as many vectors as the registers hold, one row block of M's rows (at most 128,
+// whole tile rows), strips of 256 and 512 columns, K blocks of 256 and 128; valid where offered;
+// none at M <= 64 nor for an 8-bit sum in the target's dot-product group; and bit-exact through
+// the JIT on a ragged product (a partial row block, strip and K block) under both float contracts,
+// on the first x86 target this CPU runs.
+TEST(ShapeSeeds, BlockedFormsForManyRowsOfFloatSums) {
+  const Accumulator f32{32, false};
+  struct Level {
+    const char* target;
+    int vectors;
+  };
+  for (const Level& l : {Level{"x86-64-linux-avx512_zen4-avx2-fma-f16c", 4},
+                         Level{"x86-64-linux-avx2-fma-f16c", 2}}) {
+    const TargetInfo t = schedules::target_info(l.target);
+    EXPECT_TRUE(schedules::shape_seeds(t, f32, 64).empty()) << l.target;
+    for (const auto& [m, rows] :
+         std::vector<std::pair<int64_t, int>>{{128, 132}, {100, 102}, {4096, 132}}) {
+      const std::vector<Schedule> seeds = schedules::shape_seeds(t, f32, m);
+      ASSERT_EQ(seeds.size(), 4u) << l.target << " M=" << m;
+      std::set<std::pair<int, int>> blocks;
+      for (const Schedule& s : seeds) {
+        EXPECT_EQ(s.validate(t, f32), std::nullopt);
+        const auto& p = std::get<CpuMatmulParams>(s.params());
+        EXPECT_EQ(p.tile_rows, 6);
+        EXPECT_EQ(p.tile_vectors, l.vectors) << l.target;
+        EXPECT_EQ(p.m_block, rows) << l.target << " M=" << m;
+        EXPECT_TRUE(p.pack_b && p.parallel && p.k_group == 1);
+        blocks.insert({p.n_block, p.k_block});
+      }
+      EXPECT_EQ(blocks,
+                (std::set<std::pair<int, int>>{{256, 128}, {256, 256}, {512, 128}, {512, 256}}));
+    }
+  }
+  // An 8-bit sum in VNNI's K groups of 4 takes no K blocks.
+  EXPECT_TRUE(CpuMatmulParams::blocked_forms(
+                  schedules::target_info("x86-64-linux-avx512_zen4-avx2-fma-f16c"),
+                  Accumulator{32, true, 8}, 128)
+                  .empty());
+
+  std::mt19937_64 rng(testing::variant_seed() ^ 0xb1);
+  int ran = 0;
+  for (const char* target : {"x86-64-linux-avx2-fma-f16c", "x86-64-linux-sse41"}) {
+    if (cpu_cannot_run(target) || ran > 0) continue;
+    const TargetInfo t = schedules::target_info(target);
+    const std::vector<Schedule> seeds = schedules::shape_seeds(t, f32, 130);
+    ASSERT_EQ(seeds.size(), 4u) << target;
+    const int64_t m = 130, n = 300, k = 700;
+    const Tensor a = testing::random_tensor(DType::kFloat32, {m, k}, rng, -100, 100);
+    const Tensor b = testing::random_tensor(DType::kFloat32, {k, n}, rng, -100, 100);
+    GemmArgs args;
+    args.a = &a;
+    args.b = &b;
+    for (const Schedule& s : {seeds.front(), seeds.back()})
+      ran += expect_exact_under_each_contract(args, s, target, "float32");
+  }
+  EXPECT_GT(ran, 0) << "no x86 target of the test runs on this CPU";
+  std::cout << "[schedule] " << ran << " blocked-form products bit-exact through the JIT\n";
+}
+
 // The GEMV forms the search seeds small-M buckets with: valid where offered, K in blocks with one
 // tile row per block (B streamed once), one tile row over packed panels in the largest K group
 // the sum allows (the prepacked form) or over four packed panels at once in K blocks of 2 (B read
@@ -810,19 +891,7 @@ TEST(ShapeSeeds, GemvFormsAtSmallMAreValidAndBitExact) {
           GemmArgs args;
           args.a = &a;
           args.b = &b;
-          for (FloatContract c : {FloatContract::kStrict, FloatContract::kFma}) {
-            if (dt == DType::kInt32 && c == FloatContract::kFma) continue;
-            if (c == FloatContract::kFma && std::string(target).find("fma") == std::string::npos)
-              continue;
-            args.contract = c;
-            HalideVariant v;
-            v.schedule = s;
-            v.target = target;
-            EXPECT_TRUE(testing::bit_equal(
-                gemm(args), gemm_halide(args, v),
-                std::string(target) + " " + type + " " + nlohmann::json(s).dump()));
-            ++ran;
-          }
+          ran += expect_exact_under_each_contract(args, s, target, type);
         }
       }
     }
