@@ -108,13 +108,14 @@ struct CpuMatmulParams {
   // 64 and 128 rows, and of strips of 256 and 1024 columns in row blocks of 64 and 128, each one
   // tile at a time and four at once (amx_jam 4); empty elsewhere.
   static std::vector<CpuMatmulParams> amx_forms(const TargetInfo& t, Accumulator acc);
-  // The cache-blocked forms for products of many rows (`m`, M of 65 and more): the default tile
-  // over one row block of M's rows (up to 128, rounded up to whole tile rows), strips of 256 and
-  // 512 columns and K blocks of 256 and 128 (k_block: the block's accumulators in memory, K order
-  // kept), so that a K block of a strip of B stays in cache while the block's tile rows pass over
-  // it. K blocks need K groups of 1: the float sums, not an 8-bit sum in a dot-product group (the
-  // target's natural K group, natural_k_group). Only the forms that validate on `t` for `acc`;
-  // four knobs must agree, which a short random walk rarely assembles.
+  // The cache-blocked forms for products of many rows (`m`, M of 65 and more): a tile of 6 rows of
+  // 4 vectors where the registers hold it (else of 2, else the default tile) over one row block of
+  // M's rows (up to 128, rounded up to whole tile rows), strips of 256 and 512 columns and K blocks
+  // of 256 and 128 (k_block: the block's accumulators in memory, K order kept), so that a K block
+  // of a strip of B stays in cache while the block's tile rows pass over it. K blocks need K groups
+  // of 1: the float sums, not an 8-bit sum in a dot-product group (the target's natural K group,
+  // natural_k_group). Only the forms that validate on `t` for `acc`; four knobs must agree, which a
+  // short random walk rarely assembles.
   static std::vector<CpuMatmulParams> blocked_forms(const TargetInfo& t, Accumulator acc,
                                                     int64_t m);
   // A draw from the knobs' searched values made consistent where that is only rounding (blocks
