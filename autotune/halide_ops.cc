@@ -150,14 +150,15 @@ Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v, JitRun* run) {
   if (plan.k == 0) return gemm(call);
   Tensor y(call.a->dtype, {plan.m, plan.n});
   if (y.numel() == 0) return y;
-  const Tensor dummy(call.a->dtype, {});
+  // Without C: a zero row of N with beta 0, as the runtime passes (runtime/src/gemm.cc).
+  const Tensor dummy(call.a->dtype, {plan.n});
   PanelCache::Packed local;
   const Tensor* panels =
       v.prepacked_b ? &packed_b(v, *args.b, args.trans_b, *call.b, layout, false, local).panels
                     : nullptr;
   auto a = view(*call.a, call.a->shape);
   auto b = panels ? view(*panels, panels->shape) : view(*call.b, call.b->shape);
-  auto c = call.c ? view(*call.c, {plan.m, plan.n}) : view(dummy, {1, 1});
+  auto c = call.c ? view(*call.c, {plan.m, plan.n}) : view(dummy, {plan.m, plan.n});
   auto out = view_matrix(output_data(y, kernel.placed_output()), y.dtype, 0, plan.m, plan.n);
   kernel(a.raw_buffer(), b.raw_buffer(), c.raw_buffer(), call.alpha, call.beta, out.raw_buffer());
   finish_output(y, kernel.placed_output());

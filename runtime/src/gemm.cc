@@ -1,7 +1,8 @@
 // Gemm through the linked kernels. The kernels compute one canonical form, Y = alpha * A B +
 // beta * C with A (M, K), B (K, N) and C present; every other call is mapped onto it exactly:
 // transposed operands are materialized (bytes move, nothing is rounded), an absent C is beta = 0
-// over a zero scalar (beta = 0 ignores C in both the kernels and the reference), and the identity
+// over a zero row of N (beta = 0 ignores C in both the kernels and the reference; a row, not a
+// scalar, so that the kernel's branch for dense rows of C serves the call), and the identity
 // carries the effective float contract (reference/gemm.h, effective_contract). With a PackedB, the
 // prepacked twin of the kernel reads B's panels, packed once.
 #include "mmtune/mmtune.h"
@@ -32,7 +33,7 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
   const Chosen chosen = choose_gemm(args, plan, packed, info);
   if (!chosen.kernel) return mmtune::gemm(args);
 
-  const Tensor zero_c(t, {});
+  const Tensor zero_c(t, {plan.n});
   GemmArgs canon = args;
   canon.trans_a = canon.trans_b = false;
   if (!canon.c) {

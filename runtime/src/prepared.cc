@@ -195,7 +195,7 @@ std::shared_ptr<PreparedGemm::Impl> make_gemm(const GemmArgs& args, const GemmPl
   p->beta = p->has_c ? args.beta : 0.0f;
   p->contract = args.contract;
   p->c_shape = p->has_c ? args.c->shape : Shape{};
-  p->zero_c = Tensor(p->t, {});
+  p->zero_c = Tensor(p->t, {plan.n});  // a row: the kernels' branch for dense rows of C
   if (plan.m == 0 || plan.n == 0) {
     p->info = {"reference", "Y is empty"};
   } else if (plan.k == 0) {

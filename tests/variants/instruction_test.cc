@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -16,14 +17,16 @@
 namespace mmtune {
 namespace {
 
-// The assembly of `generator` with `params` for `target`.
+// The assembly (or, with `what` stmt, the lowered statement) of `generator` with `params` for
+// `target`.
 std::string assembly(const std::string& generator, const std::map<std::string, std::string>& params,
-                     const std::string& target) {
+                     const std::string& target,
+                     Halide::OutputFileType what = Halide::OutputFileType::assembly) {
   auto gen = Halide::Internal::GeneratorRegistry::create(
       generator, Halide::GeneratorContext(Halide::Target(target)));
   gen->set_generatorparam_values(params);
   const std::string path = "/tmp/mmtune_asm_" + std::to_string(getpid()) + ".s";
-  gen->build_module("kernel").compile({{Halide::OutputFileType::assembly, path}});
+  gen->build_module("kernel").compile({{what, path}});
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
@@ -158,6 +161,24 @@ TEST(Instructions, TheFmaContractIsFusedAndTheStrictOneNever) {
     EXPECT_EQ(count(strict, "vfmadd") + count(strict, "vfmsub") + count(strict, "vfnmadd"), 0)
         << type;
   }
+}
+
+// Gemm's epilogue reads C through a view of any stride (zero where C broadcasts); the kernels have
+// a branch for dense rows of C (C (M, N), a row (N,), the runtime's zero row when there is no C) in
+// which C is read a vector at a time, and the general branch reads it element by element. Checked
+// in the lowered statement: a load of C as a dense 16-lane ramp, and the strided one besides.
+TEST(Instructions, GemmReadsDenseRowsOfCAVectorAtATime) {
+  const std::map<std::string, std::string> p = {
+      {"A.type", "float32"}, {"B.type", "float32"}, {"C.type", "float32"},
+      {"Y.type", "float32"}, {"has_c", "true"},     {"contract", "fma"},
+      {"tile_rows", "6"},    {"tile_vectors", "4"}, {"n_block", "128"},
+      {"m_block", "132"},    {"k_block", "128"},    {"specialize_tails", "true"}};
+  const std::string stmt =
+      assembly("mmtune_gemm", p, "x86-64-linux-avx512_skylake", Halide::OutputFileType::stmt);
+  const std::regex dense(R"(C\[ramp\([^\]]*, 1, 16\)\])");
+  const std::regex strided(R"(C\[ramp\([^\]]*, C\.stride\.0, 16\)\])");
+  EXPECT_TRUE(std::regex_search(stmt, dense)) << "no dense vector load of C";
+  EXPECT_TRUE(std::regex_search(stmt, strided)) << "no general branch for C of any stride";
 }
 
 }  // namespace
