@@ -130,12 +130,18 @@ std::vector<std::vector<double>> time_interleaved_reported(
   auto settle = [&] {
     if (quiet) quiet = wait_for_other_threads_to_idle(0.5);
   };
-  // Warm-up: each implementation for a few calls and at least 20 ms.
+  // Warm-up: each implementation for a few calls, at least 20 ms, and once over every copy (within
+  // a second): a first call on a copy can do work the next ones do not (the runtime prepares a
+  // prepacked B's call once per B; pages touched the first time). With 20 ms only, the first
+  // thread count's samples of the runtime's prepacked calls still made those first calls: 512^3
+  // float32 at 1 thread then ran 118-122 GFLOP/s, 168 after a pass over the copies.
   for (std::size_t i = 0; i < count; ++i) {
     settle();
     if (around) around(i, true);
     const auto t0 = Clock::now();
-    for (int c = 0; c < 3 || seconds_since(t0) < 0.02; ++c) call(i, next[i]++ % copies);
+    for (std::size_t c = 0;
+         c < 3 || seconds_since(t0) < 0.02 || (c < copies && seconds_since(t0) < 1.0); ++c)
+      call(i, next[i]++ % copies);
     if (around) around(i, false);
   }
   const auto start = Clock::now();

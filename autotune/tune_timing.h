@@ -44,7 +44,8 @@ bool wait_for_other_threads_to_idle(double max_seconds);
 
 // Times `count` implementations interleaved (one sample of each in turn, so that drift hits all
 // alike): `call(i, c)` runs implementation i once on input copy c (of `copies`, taken in rotation).
-// A warm-up of at least 3 calls and 20 ms each, then samples of repeated calls lasting at least
+// A warm-up of at least 3 calls and 20 ms each and one pass over the copies (where that takes
+// under a second), then samples of repeated calls lasting at least
 // min_sample_s, until every median is stable (interquartile range under `spread` of it) or has
 // max_samples, or max_time_s per implementation has passed with 3 samples each. Returns the
 // samples (seconds per call) of each implementation.

@@ -173,7 +173,7 @@ struct PreparedGemm::Impl {
   float alpha = 1.0f, beta = 0.0f;
   FloatContract contract = FloatContract::kStrict;
   Shape c_shape;
-  Tensor zero_c;  // the absent C: beta = 0 over a zero scalar
+  Tensor zero_c;  // the absent C: beta = 0 over a zero row of N
   Arg a, b, c, y;
 };
 
