@@ -198,8 +198,8 @@ Impl bare_gemm_kernel(const std::vector<OpCall>& copies, const NamedShape& s, co
     if (p->args.trans_a || p->args.trans_b)
       invalid("bench", "--impl kernel: Gemm with transA/transB (the runtime transposes first)");
     const DType t = p->args.a->dtype;
-    p->zero_c = Tensor(t, {s.n});  // a zero row of N, as the runtime passes (runtime/src/gemm.cc)
     if (!p->args.c) {
+      p->zero_c = gemm_absent_c(t, s.n);
       p->args.c = &p->zero_c;
       p->args.beta = 0.0f;
     }

@@ -150,8 +150,7 @@ Tensor gemm_halide(const GemmArgs& args, const HalideVariant& v, JitRun* run) {
   if (plan.k == 0) return gemm(call);
   Tensor y(call.a->dtype, {plan.m, plan.n});
   if (y.numel() == 0) return y;
-  // Without C: a zero row of N with beta 0, as the runtime passes (runtime/src/gemm.cc).
-  const Tensor dummy(call.a->dtype, {plan.n});
+  const Tensor dummy = call.c ? Tensor() : gemm_absent_c(call.a->dtype, plan.n);
   PanelCache::Packed local;
   const Tensor* panels =
       v.prepacked_b ? &packed_b(v, *args.b, args.trans_b, *call.b, layout, false, local).panels

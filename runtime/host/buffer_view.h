@@ -21,6 +21,10 @@ Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape);
 
 namespace mmtune {
 
+// The C a Gemm kernel reads for a call without C (with beta 0, which ignores it): a zero row of
+// `n`, so that, broadcast over the rows, it takes the kernels' branch for dense rows of C.
+Tensor gemm_absent_c(DType t, int64_t n);
+
 // A 1-D view of the first `count` elements of the parameter vector `t`, or, when `one_for_all`,
 // of its first element standing for all of them (stride 0: the form in which the kernels see a
 // parameter that is one for all rows or columns, even when count is 1).

@@ -33,10 +33,11 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
   const Chosen chosen = choose_gemm(args, plan, packed, info);
   if (!chosen.kernel) return mmtune::gemm(args);
 
-  const Tensor zero_c(t, {plan.n});
+  Tensor zero_c;
   GemmArgs canon = args;
   canon.trans_a = canon.trans_b = false;
   if (!canon.c) {
+    zero_c = gemm_absent_c(t, plan.n);
     canon.c = &zero_c;
     canon.beta = 0.0f;
   }

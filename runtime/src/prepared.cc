@@ -195,7 +195,7 @@ std::shared_ptr<PreparedGemm::Impl> make_gemm(const GemmArgs& args, const GemmPl
   p->beta = p->has_c ? args.beta : 0.0f;
   p->contract = args.contract;
   p->c_shape = p->has_c ? args.c->shape : Shape{};
-  p->zero_c = Tensor(p->t, {plan.n});  // a row: the kernels' branch for dense rows of C
+  if (!p->has_c) p->zero_c = gemm_absent_c(p->t, plan.n);
   if (plan.m == 0 || plan.n == 0) {
     p->info = {"reference", "Y is empty"};
   } else if (plan.k == 0) {
