@@ -25,6 +25,11 @@ namespace mmtune {
 // `n`, so that, broadcast over the rows, it takes the kernels' branch for dense rows of C.
 Tensor gemm_absent_c(DType t, int64_t n);
 
+// Whether a Gemm kernel reads the call's C: C given and beta != 0. beta = 0 (or -0) ignores C in
+// the reference (its NaN and Inf do not propagate), so such a call passes gemm_absent_c instead and
+// the kernel does not stream M x N values it would multiply by zero.
+inline bool gemm_reads_c(const Tensor* c, float beta) { return c != nullptr && beta != 0.0f; }
+
 // A 1-D view of the first `count` elements of the parameter vector `t`, or, when `one_for_all`,
 // of its first element standing for all of them (stride 0: the form in which the kernels see a
 // parameter that is one for all rows or columns, even when count is 1).

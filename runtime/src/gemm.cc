@@ -2,9 +2,10 @@
 // beta * C with A (M, K), B (K, N) and C present; every other call is mapped onto it exactly:
 // transposed operands are materialized (bytes move, nothing is rounded), an absent C is beta = 0
 // over a zero row of N (beta = 0 ignores C in both the kernels and the reference; a row, not a
-// scalar, so that the kernel's branch for dense rows of C serves the call), and the identity
-// carries the effective float contract (reference/gemm.h, effective_contract). With a PackedB, the
-// prepacked twin of the kernel reads B's panels, packed once.
+// scalar, so that the kernel's branch for dense rows of C serves the call; a C given with beta = 0
+// is passed the same way, so that the kernel does not stream M x N values it ignores), and the
+// identity carries the effective float contract (reference/gemm.h, effective_contract). With a
+// PackedB, the prepacked twin of the kernel reads B's panels, packed once.
 #include "mmtune/mmtune.h"
 #include "reference/validate.h"
 #include "runtime/host/buffer_view.h"
@@ -36,7 +37,7 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
   Tensor zero_c;
   GemmArgs canon = args;
   canon.trans_a = canon.trans_b = false;
-  if (!canon.c) {
+  if (!gemm_reads_c(args.c, args.beta)) {
     zero_c = gemm_absent_c(t, plan.n);
     canon.c = &zero_c;
     canon.beta = 0.0f;

@@ -173,7 +173,8 @@ struct PreparedGemm::Impl {
   float alpha = 1.0f, beta = 0.0f;
   FloatContract contract = FloatContract::kStrict;
   Shape c_shape;
-  Tensor zero_c;  // the absent C: beta = 0 over a zero row of N
+  bool reads_c = false;  // C given and beta != 0 (else the kernel gets zero_c: gemm_reads_c)
+  Tensor zero_c;         // the absent or ignored C: beta = 0 over a zero row of N
   Arg a, b, c, y;
 };
 
@@ -195,7 +196,8 @@ std::shared_ptr<PreparedGemm::Impl> make_gemm(const GemmArgs& args, const GemmPl
   p->beta = p->has_c ? args.beta : 0.0f;
   p->contract = args.contract;
   p->c_shape = p->has_c ? args.c->shape : Shape{};
-  if (!p->has_c) p->zero_c = gemm_absent_c(p->t, plan.n);
+  p->reads_c = gemm_reads_c(args.c, args.beta);
+  if (!p->reads_c) p->zero_c = gemm_absent_c(p->t, plan.n);
   if (plan.m == 0 || plan.n == 0) {
     p->info = {"reference", "Y is empty"};
   } else if (plan.k == 0) {
@@ -212,7 +214,7 @@ std::shared_ptr<PreparedGemm::Impl> make_gemm(const GemmArgs& args, const GemmPl
     } else {
       p->b.describe(view_matrix(nullptr, p->t, 0, plan.k, plan.n));
     }
-    p->c.describe(view(p->has_c ? *args.c : p->zero_c, {plan.m, plan.n}));
+    p->c.describe(view(p->reads_c ? *args.c : p->zero_c, {plan.m, plan.n}));
     p->y.describe(view_matrix(nullptr, p->t, 0, plan.m, plan.n));
     if (p->trans_a || (p->trans_b && !p->chosen.panels))
       p->info.reason +=
@@ -229,11 +231,11 @@ void run_gemm(const PreparedGemm::Impl& p, const void* a, const void* b, const v
   if (!p.chosen.kernel) {
     // The reference, on copies (exact; the slow path the plain call takes too).
     const Tensor at = tensor_at(a, p.t, a_shape), bt = tensor_at(b, p.t, b_shape);
-    const Tensor ct = p.has_c ? tensor_at(c, p.t, p.c_shape) : Tensor();
+    const Tensor ct = p.reads_c ? tensor_at(c, p.t, p.c_shape) : Tensor();
     GemmArgs args;
     args.a = &at;
     args.b = &bt;
-    args.c = p.has_c ? &ct : nullptr;
+    args.c = p.reads_c ? &ct : nullptr;  // beta = 0: the same bits without C
     args.alpha = p.alpha;
     args.beta = p.beta;
     args.trans_a = p.trans_a;
@@ -245,8 +247,8 @@ void run_gemm(const PreparedGemm::Impl& p, const void* a, const void* b, const v
   }
   Tensor a_t, b_t;
   canonical_operands(p.chosen, p.trans_a, p.trans_b, p.t, p.t, a_shape, b_shape, a, b, a_t, b_t);
-  halide_buffer_t ab = p.a.at(a), bb = p.b.at(b), cb = p.c.at(p.has_c ? c : p.zero_c.bytes.data()),
-                  yb = p.y.at(y);
+  halide_buffer_t ab = p.a.at(a), bb = p.b.at(b),
+                  cb = p.c.at(p.reads_c ? c : p.zero_c.bytes.data()), yb = p.y.at(y);
   KernelCall call(*p.chosen.kernel);
   const auto fn = reinterpret_cast<GemmKernelFn>(p.chosen.kernel->fn);
   call.check(fn(call.user_context(), &ab, &bb, &cb, p.alpha, p.beta, &yb));

@@ -4,6 +4,7 @@
 // per-column parameters, with and without a PackedB, several runs of one preparation on other
 // data, concurrent runs, the reference fallback (K = 0, empty Y), and the refusals.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <array>
 #include <cmath>
@@ -134,6 +135,49 @@ TEST(PreparedGemm, NoKernelRunsTheReference) {
   Tensor y2(DType::kFloat32, {5, 6});
   capped.run(a2.bytes.data(), b2.bytes.data(), nullptr, y2.bytes.data());
   EXPECT_TRUE(testing::bit_equal(gemm(args), y2));
+}
+
+// beta = 0 ignores C (the reference's rule): a C given with beta 0 is not read at all, by the
+// plain call, the PackedB call or a prepared run. The prepared run's C lies in pages mapped without
+// access, so a kernel that read it would fault; the plain calls' C is NaN, which a read would carry
+// into Y (0 * NaN is NaN).
+TEST(PreparedGemm, BetaZeroReadsNoC) {
+  std::mt19937_64 rng(testing::variant_seed() + 15);
+  int kernel_runs = 0;
+  for (const auto& [m, n, k] :
+       std::vector<std::array<int64_t, 3>>{{1, 1000, 700}, {16, 600, 530}, {100, 129, 65}}) {
+    for (const bool prepacked : {false, true}) {
+      Tensor a = random_of(DType::kFloat32, {m, k}, rng);
+      Tensor b = random_of(DType::kFloat32, {k, n}, rng);
+      Tensor c(DType::kFloat32, {m, n});
+      for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = std::nanf("");
+      GemmArgs args;
+      args.a = &a;
+      args.b = &b;
+      args.c = &c;
+      args.alpha = 0.75f;
+      args.beta = prepacked ? -0.0f : 0.0f;
+      args.contract = FloatContract::kFma;
+      const Tensor want = gemm(args);
+      const std::string context = std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                  std::to_string(k) + (prepacked ? " prepacked" : "");
+      const runtime::PackedB pb = prepacked ? runtime::prepack_b(args) : runtime::PackedB();
+      DispatchInfo info;
+      const Tensor plain = prepacked ? runtime::gemm(args, pb, &info) : runtime::gemm(args, &info);
+      ASSERT_TRUE(testing::bit_equal(want, plain, context + " plain"));
+      kernel_runs += info.used_kernel();
+      const std::size_t bytes = c.bytes.size();
+      void* no_access = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      ASSERT_NE(no_access, MAP_FAILED);
+      const runtime::PreparedGemm prepared = runtime::prepare_gemm(args, prepacked ? &pb : nullptr);
+      kernel_runs += prepared.info().used_kernel();
+      Tensor y(DType::kFloat32, {m, n});
+      prepared.run(a.bytes.data(), b.bytes.data(), no_access, y.bytes.data());
+      munmap(no_access, bytes);
+      ASSERT_TRUE(testing::bit_equal(want, y, context + " prepared"));
+    }
+  }
+  EXPECT_GT(kernel_runs, 0);
 }
 
 TEST(PreparedGemm, BadRunsAreRefused) {
