@@ -96,6 +96,35 @@ int64_t packed_panels(int64_t n, const PanelLayout& l) {
   return (n + step - 1) / step * step / l.panel;
 }
 
+namespace {
+
+// pack_b_panels for elements of type E (one of the unsigned integers of the element's size: only
+// bits move). B is read row by row, front to back; each row of B lands in every panel as a run of
+// `panel` elements, `g` apart (one run per group row when K is grouped). Columns past N repeat
+// column N - 1, as the kernels' clamped reads of B do; rows past K stay zero.
+template <class E>
+void pack_rows(const E* src, int64_t k, int64_t n, int64_t panel, int64_t g, int64_t groups,
+               int64_t panels, E* dst) {
+  for (int64_t kr = 0; kr < k; ++kr) {
+    const E* row = src + kr * n;
+    const int64_t kg = kr / g, kk = kr % g;
+    for (int64_t jp = 0; jp < panels; ++jp) {
+      E* out = dst + (kg + groups * jp) * g * panel + kk;
+      const int64_t c0 = jp * panel;
+      const int64_t whole = std::clamp<int64_t>(n - c0, 0, panel);
+      if (g == 1) {
+        std::memcpy(out, row + c0, static_cast<std::size_t>(whole) * sizeof(E));
+      } else {
+        for (int64_t jj = 0; jj < whole; ++jj) out[jj * g] = row[c0 + jj];
+      }
+      const E last = row[n - 1];
+      for (int64_t jj = whole; jj < panel; ++jj) out[jj * g] = last;
+    }
+  }
+}
+
+}  // namespace
+
 Tensor pack_b_panels(const Tensor& b, const PanelLayout& l) {
   MMTUNE_CHECK(b.rank() == 2, "pack_b_panels of " << describe(b));
   if (!l.packs()) return b;
@@ -103,25 +132,32 @@ Tensor pack_b_panels(const Tensor& b, const PanelLayout& l) {
   MMTUNE_CHECK(k > 0 && n > 0, "pack_b_panels of " << describe(b));
   const int64_t panel = l.panel, g = l.k_group;
   const int64_t panels = packed_panels(n, l);
-  const std::size_t es = dtype_size(b.dtype);
-  // Grouped: G groups of g rows per panel; else K rows per panel. Rows of d0 = g * panel elements.
+  // Grouped: G groups of g rows per panel; else K rows per panel. Rows of d0 = g * panel elements:
+  // panel jp's group kg is row kg + G * jp, and B[kg * g + kk][jp * panel + jj] its element
+  // kk + g * jj.
   const int64_t groups = g > 1 ? packed_groups(k, l) : k;
   Tensor p(b.dtype, {groups * panels, g * panel});  // zero-filled: the K padding
   const uint8_t* src = b.bytes.data();
   uint8_t* dst = p.bytes.data();
-  for (int64_t jp = 0; jp < panels; ++jp) {
-    for (int64_t kg = 0; kg < groups; ++kg) {
-      uint8_t* row = dst + static_cast<std::size_t>((kg + groups * jp) * g * panel) * es;
-      for (int64_t jj = 0; jj < panel; ++jj) {
-        const int64_t col = std::min(jp * panel + jj, n - 1);
-        for (int64_t kk = 0; kk < g; ++kk) {
-          const int64_t kr = kg * g + kk;
-          if (kr >= k) continue;
-          std::memcpy(row + static_cast<std::size_t>(kk + g * jj) * es,
-                      src + static_cast<std::size_t>(kr * n + col) * es, es);
-        }
-      }
-    }
+  switch (dtype_size(b.dtype)) {
+    case 1:
+      pack_rows(src, k, n, panel, g, groups, panels, dst);
+      break;
+    case 2:
+      pack_rows(reinterpret_cast<const uint16_t*>(src), k, n, panel, g, groups, panels,
+                reinterpret_cast<uint16_t*>(dst));
+      break;
+    case 4:
+      pack_rows(reinterpret_cast<const uint32_t*>(src), k, n, panel, g, groups, panels,
+                reinterpret_cast<uint32_t*>(dst));
+      break;
+    case 8:
+      pack_rows(reinterpret_cast<const uint64_t*>(src), k, n, panel, g, groups, panels,
+                reinterpret_cast<uint64_t*>(dst));
+      break;
+    default:
+      MMTUNE_CHECK(
+          false, "pack_b_panels of " << describe(b) << ": no element size " << dtype_size(b.dtype));
   }
   return p;
 }
@@ -132,11 +168,18 @@ Tensor column_sums_mod32(const Tensor& b) {
   const int64_t k = b.shape[0], n = b.shape[1];
   Tensor s(DType::kUInt32, {n});
   uint32_t* out = s.data<uint32_t>();
-  for (int64_t r = 0; r < k; ++r) {
-    for (int64_t j = 0; j < n; ++j) {
-      // The kernels' rule: each value as int32, summed in uint32 (wrap-around defined).
-      out[j] += static_cast<uint32_t>(static_cast<int32_t>(int_at(b, r * n + j)));
+  // The kernels' rule: each value as int32, summed in uint32 (wrap-around defined). Row by row, so
+  // that the inner loop runs along a row of B and the sums.
+  auto add_rows = [&](const auto* v) {
+    for (int64_t r = 0; r < k; ++r) {
+      const auto* row = v + r * n;
+      for (int64_t j = 0; j < n; ++j) out[j] += static_cast<uint32_t>(static_cast<int32_t>(row[j]));
     }
+  };
+  if (b.dtype == DType::kInt8) {
+    add_rows(b.data<int8_t>());
+  } else {
+    add_rows(b.data<uint8_t>());
   }
   return s;
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -114,6 +115,62 @@ TEST(PackedB, PanelsFollowTheDocumentedForm) {
   EXPECT_EQ(packed_panels(40, PanelLayout{16, 1, true, false, 0}), 3);
   const PanelLayout none{16, 1, false, false, 0};
   EXPECT_EQ(pack_b_panels(b, none).bytes, b.bytes);  // a layout that packs nothing reads B itself
+}
+
+// The packing over random layouts (panels, strips, K groups, 8-bit blocks, AMX alignment) and
+// every element size, element by element against the documented form: panel jp's group kg is row
+// kg + G jp, B[kg g + kk][min(jp panel + jj, N - 1)] its element kk + g jj, rows past K zero.
+// The column sums against a plain sum down each column.
+TEST(PackedB, PanelsFollowTheDocumentedFormOverRandomLayouts) {
+  std::mt19937_64 rng(testing::variant_seed() + 3);
+  int64_t compared = 0;
+  const DType types[] = {DType::kInt8,  DType::kUInt8,   DType::kFloat16,
+                         DType::kInt32, DType::kFloat32, DType::kFloat64};
+  for (int trial = 0; trial < 120; ++trial) {
+    const DType t = types[trial % 6];
+    const bool eight = dtype_size(t) == 1;
+    PanelLayout l;
+    l.panel = 1 << (rng() % 7);  // 1 .. 64
+    l.pack_b = true;
+    l.k_group = eight ? 1 << (rng() % 3) : (rng() % 3 == 0 ? 2 : 1);
+    l.dot8 = eight && l.k_group > 1 && rng() % 2;
+    l.group_align = l.dot8 && rng() % 2 ? 16 : 1;
+    l.strip = rng() % 3 == 0 ? 0 : l.panel * (1 + static_cast<int>(rng() % 4));
+    const int64_t k = trial == 7 ? 33100 : 1 + static_cast<int64_t>(rng() % 70);
+    const int64_t n = 1 + static_cast<int64_t>(rng() % (k > 1000 ? 9 : 200));
+    const Tensor b = testing::random_tensor(t, {k, n}, rng, -100, 100);
+    const Tensor p = pack_b_panels(b, l);
+    const int64_t g = l.k_group, groups = g > 1 ? packed_groups(k, l) : k;
+    const int64_t panels = packed_panels(n, l);
+    ASSERT_EQ(p.shape, (Shape{groups * panels, g * l.panel})) << l.to_string();
+    const std::size_t es = dtype_size(t);
+    for (int64_t r = 0; r < groups * panels; ++r) {
+      const int64_t jp = r / groups, kg = r % groups;
+      for (int64_t e = 0; e < g * l.panel; ++e) {
+        const int64_t kk = e % g, jj = e / g;
+        const int64_t row = kg * g + kk, col = std::min(jp * l.panel + jj, n - 1);
+        const uint8_t* got = p.bytes.data() + (r * g * l.panel + e) * es;
+        uint8_t want[8] = {};
+        if (row < k) std::memcpy(want, b.bytes.data() + (row * n + col) * es, es);
+        ASSERT_EQ(std::memcmp(got, want, es), 0)
+            << dtype_name(t) << " " << k << "x" << n << " " << l.to_string() << ", strip "
+            << l.strip << ": row " << r << " element " << e;
+        ++compared;
+      }
+    }
+    if (eight) {
+      const Tensor sums = column_sums_mod32(b);
+      for (int64_t j = 0; j < n; ++j) {
+        uint32_t want = 0;
+        for (int64_t r = 0; r < k; ++r) {
+          want += t == DType::kInt8 ? static_cast<uint32_t>(b.data<int8_t>()[r * n + j])
+                                    : static_cast<uint32_t>(b.data<uint8_t>()[r * n + j]);
+        }
+        ASSERT_EQ(sums.data<uint32_t>()[j], want) << dtype_name(t) << " column " << j;
+      }
+    }
+  }
+  EXPECT_GT(compared, 100000);
 }
 
 struct GemmCall {
