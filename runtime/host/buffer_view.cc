@@ -118,4 +118,10 @@ Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64
 
 Tensor gemm_absent_c(DType t, int64_t n) { return Tensor(t, {n}); }
 
+Tensor tensor_at(const void* data, DType t, const Shape& shape) {
+  Tensor x(t, shape);
+  if (!x.bytes.empty()) std::memcpy(x.bytes.data(), data, x.bytes.size());
+  return x;
+}
+
 }  // namespace mmtune

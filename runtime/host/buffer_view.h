@@ -21,6 +21,10 @@ Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape);
 
 namespace mmtune {
 
+// A copy of the tensor of `t` and `shape` at `data` (a caller's raw operand: the prepared calls'
+// reference fallback and transposes, a PackedB's later packing).
+Tensor tensor_at(const void* data, DType t, const Shape& shape);
+
 // The C a Gemm kernel reads for a call without C (with beta 0, which ignores it): a zero row of
 // `n`, so that, broadcast over the rows, it takes the kernels' branch for dense rows of C.
 Tensor gemm_absent_c(DType t, int64_t n);

@@ -125,6 +125,12 @@ void pack_rows(const E* src, int64_t k, int64_t n, int64_t panel, int64_t g, int
 
 }  // namespace
 
+Shape packed_shape(int64_t k, int64_t n, const PanelLayout& l) {
+  // Grouped: G groups of g rows per panel; else K rows per panel. Rows of d0 = g * panel elements.
+  const int64_t g = l.k_group, groups = g > 1 ? packed_groups(k, l) : k;
+  return {groups * packed_panels(n, l), g * l.panel};
+}
+
 Tensor pack_b_panels(const Tensor& b, const PanelLayout& l) {
   MMTUNE_CHECK(b.rank() == 2, "pack_b_panels of " << describe(b));
   if (!l.packs()) return b;
@@ -132,11 +138,10 @@ Tensor pack_b_panels(const Tensor& b, const PanelLayout& l) {
   MMTUNE_CHECK(k > 0 && n > 0, "pack_b_panels of " << describe(b));
   const int64_t panel = l.panel, g = l.k_group;
   const int64_t panels = packed_panels(n, l);
-  // Grouped: G groups of g rows per panel; else K rows per panel. Rows of d0 = g * panel elements:
-  // panel jp's group kg is row kg + G * jp, and B[kg * g + kk][jp * panel + jj] its element
-  // kk + g * jj.
+  // Panel jp's group kg (of G; K rows when not grouped) is row kg + G * jp, and
+  // B[kg * g + kk][jp * panel + jj] its element kk + g * jj.
   const int64_t groups = g > 1 ? packed_groups(k, l) : k;
-  Tensor p(b.dtype, {groups * panels, g * panel});  // zero-filled: the K padding
+  Tensor p(b.dtype, packed_shape(k, n, l));  // zero-filled: the K padding
   const uint8_t* src = b.bytes.data();
   uint8_t* dst = p.bytes.data();
   switch (dtype_size(b.dtype)) {

@@ -54,6 +54,9 @@ int64_t packed_groups(int64_t k, const PanelLayout& l);
 // Panels of an N-column B: whole strips (or panels) covering N.
 int64_t packed_panels(int64_t n, const PanelLayout& l);
 
+// The shape {d1, d0} of pack_b_panels(b, l) for a (K, N) B that `l` packs.
+Shape packed_shape(int64_t k, int64_t n, const PanelLayout& l);
+
 // B (K, N), a dense row-major tensor, in the packed form of `l` (B itself when l packs nothing):
 // a tensor of B's dtype and shape {d1, d0}.
 Tensor pack_b_panels(const Tensor& b, const PanelLayout& l);

@@ -94,7 +94,7 @@ Tensor gemm(const GemmArgs& args, const PackedB& packed_b, DispatchInfo* info) {
   return run_gemm(args, &p, info);
 }
 
-PackedB prepack_b(const GemmArgs& args) {
+PackedB prepack_b(const GemmArgs& args, const PrepackOptions& options) {
   // The checks validate_gemm makes of B (A, C and the shapes are the calls').
   const Tensor& b = require_present("Gemm", "B", args.b);
   require_dtype("Gemm", "B", b,
@@ -107,8 +107,8 @@ PackedB prepack_b(const GemmArgs& args) {
   canon.trans_a = canon.trans_b = false;
   canon.a = &b;  // the identity reads the type from A
   const Tensor b_kn = args.trans_b ? transposed(b) : Tensor();
-  auto impl = pack_for_kernels(gemm_identity(canon), args.trans_b ? b_kn : b, /*dot8=*/false,
-                               /*with_column_sums=*/false);
+  auto impl = pack_for_kernels("Gemm", gemm_identity(canon), args.trans_b ? b_kn : b,
+                               /*dot8=*/false, /*with_column_sums=*/false, options);
   impl->trans_b = args.trans_b;
   impl->set_source(b, gemm_packing_key(args));
   return PackedB(std::move(impl));

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "reference/error.h"
+#include "runtime/host/buffer_view.h"
 #include "runtime/src/calls.h"
 #include "runtime/src/dispatch.h"
 
@@ -37,6 +38,18 @@ const PackedB::Impl::Packing* PackedB::Impl::packing_for(const KernelEntry* kern
   return nullptr;
 }
 
+const PackedB::Impl::Packing* PackedB::Impl::ready_packing_for(const KernelEntry* kernel) const {
+  const Packing* p = packing_for(kernel);
+  if (!p) return nullptr;
+  std::lock_guard<std::mutex> lock(pack_mutex);
+  if (!p->ready) {
+    const Tensor b = tensor_at(source, dtype, shape);
+    p->panels = pack_b_panels(trans_b ? transposed(b) : b, p->layout);
+    p->ready = true;
+  }
+  return p;
+}
+
 void PackedB::Impl::set_source(const Tensor& b, std::string packing_key) {
   source = b.bytes.data();
   shape = b.shape;
@@ -45,8 +58,13 @@ void PackedB::Impl::set_source(const Tensor& b, std::string packing_key) {
   what = std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) + " " + key;
 }
 
-std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const Tensor& b, bool dot8,
-                                                bool with_column_sums) {
+std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity identity,
+                                                const Tensor& b, bool dot8, bool with_column_sums,
+                                                const PrepackOptions& options) {
+  for (const int64_t m : options.rows) {
+    if (m < 1)
+      invalid(op, "PrepackOptions::rows holds ", m, "; the rows of a call's A are 1 or more");
+  }
   auto impl = std::make_shared<PackedB::Impl>();
   identity.params["prepacked_b"] = "true";
   impl->op = identity.op;
@@ -74,8 +92,21 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const T
       for (std::size_t p = 0; p < impl->packings.size(); ++p) {
         if (impl->packings[p].layout == l) index = p;
       }
-      if (index == impl->packings.size()) impl->packings.push_back({l, pack_b_panels(b, l)});
+      if (index == impl->packings.size()) impl->packings.push_back({l, Tensor(), false});
       impl->kernels.emplace_back(e, index);
+    }
+    // Packed now: every layout, or those of the kernels the given rows select.
+    std::vector<bool> now(impl->packings.size(), options.rows.empty());
+    for (const int64_t m : options.rows) {
+      const KernelEntry* e = select_in_group(*g, m, impl->n, impl->k, /*explain=*/false).kernel;
+      for (const auto& [entry, index] : impl->kernels) {
+        if (entry == e) now[index] = true;
+      }
+    }
+    for (std::size_t p = 0; p < impl->packings.size(); ++p) {
+      if (!now[p]) continue;
+      impl->packings[p].panels = pack_b_panels(b, impl->packings[p].layout);
+      impl->packings[p].ready = true;
     }
     return impl;
   }
@@ -96,9 +127,10 @@ Chosen choose_for_call(const std::function<KernelIdentity()>& plain, const Packe
                        DType b_type, const char* b_name, DispatchInfo* info) {
   if (!packed) return {choose_kernel(plain(), m, n, k, buffers, info)};
   std::vector<BufferShape> with_panels = buffers;
-  for (const auto& p : packed->packings) with_panels.push_back({p.panels.shape, b_type});
+  for (const auto& p : packed->packings)
+    with_panels.push_back({packed_shape(packed->k, packed->n, p.layout), b_type});
   Chosen chosen{choose_kernel(packed->identity, m, n, k, with_panels, info, &packed->groups)};
-  chosen.panels = chosen.kernel ? packed->packing_for(chosen.kernel) : nullptr;
+  chosen.panels = chosen.kernel ? packed->ready_packing_for(chosen.kernel) : nullptr;
   if (chosen.panels) {
     if (info)
       info->reason +=
@@ -138,6 +170,7 @@ std::string PackedB::op() const { return impl_ ? impl_->op : ""; }
 std::size_t PackedB::bytes() const {
   if (!impl_) return 0;
   std::size_t n = impl_->column_sums.bytes.size();
+  std::lock_guard<std::mutex> lock(impl_->pack_mutex);
   for (const auto& p : impl_->packings) n += p.panels.bytes.size();
   return n;
 }
@@ -151,8 +184,12 @@ std::string PackedB::description() const {
     return os.str();
   }
   os << ", packed for level " << impl_->target << ":";
-  for (const auto& [entry, index] : impl_->kernels)
-    os << " " << entry->name << " [" << impl_->packings[index].layout.to_string() << "]";
+  for (const auto& [entry, index] : impl_->kernels) {
+    const PackedB::Impl::Packing& p = impl_->packings[index];
+    std::lock_guard<std::mutex> lock(impl_->pack_mutex);
+    os << " " << entry->name << " [" << p.layout.to_string()
+       << (p.ready ? "" : "; packed by the first call that needs it") << "]";
+  }
   if (!impl_->column_sums.bytes.empty()) os << "; with its column sums";
   os << "; " << bytes() << " bytes";
   return os.str();

@@ -29,9 +29,13 @@ struct PackedB::Impl {
   std::string target;    // the level packed for ("" when none has a prepacked kernel)
   struct Packing {
     PanelLayout layout;
-    Tensor panels;
+    // Packed at prepack_b (every layout, or those of PrepackOptions::rows' kernels), else by the
+    // first call whose kernel reads it (ready_packing_for); never changed once ready.
+    mutable Tensor panels;
+    mutable bool ready = false;
   };
-  std::vector<Packing> packings;
+  std::vector<Packing> packings;  // fixed at prepack_b: a Packing's address is stable
+  mutable std::mutex pack_mutex;  // guards the packing of a Packing not ready yet
   std::vector<std::pair<const KernelEntry*, std::size_t>> kernels;  // kernel -> its packing
   Tensor column_sums;    // 8-bit integer B: column_sums_mod32
   std::string why_none;  // why no kernel has panels here (packings empty)
@@ -45,14 +49,20 @@ struct PackedB::Impl {
   mutable std::size_t memo_replaced = 0;
 
   const Packing* packing_for(const KernelEntry* kernel) const;
+  // packing_for, packed first if it is not yet, from the caller's B (`source`, which every call
+  // with this PackedB passes: packed_for_call checks it first); nullptr where packing_for is.
+  const Packing* ready_packing_for(const KernelEntry* kernel) const;
   // Records the tensor `b` it was packed from (the caller's B, as passed) and `key`.
   void set_source(const Tensor& b, std::string packing_key);
 };
 
-// Packs `b` (K, N, canonical) for every kernel of `identity` (prepacked_b=true) at the highest
-// level calls may use that runs here and has it.
-std::shared_ptr<PackedB::Impl> pack_for_kernels(KernelIdentity identity, const Tensor& b, bool dot8,
-                                                bool with_column_sums);
+// Packs `b` (K, N, canonical) for the kernels of `identity` (prepacked_b=true) at the highest
+// level calls may use that runs here and has it: every kernel's layout, or with options.rows only
+// the layouts of the kernels calls with those rows select (the others packed by the first call that
+// needs them). Refuses a row count below 1 (InvalidArgument, naming `op`).
+std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity identity,
+                                                const Tensor& b, bool dot8, bool with_column_sums,
+                                                const PrepackOptions& options);
 
 // Why a call with `packed` finds no panels for `kernel` (nullptr: no kernel may run; `reason` is
 // the dispatch's).

@@ -44,13 +44,6 @@ struct Arg {
   }
 };
 
-// A copy of `bytes` bytes at `data` as a tensor (the reference fallback and per-run transposes).
-Tensor tensor_at(const void* data, DType t, const Shape& shape) {
-  Tensor x(t, shape);
-  if (!x.bytes.empty()) std::memcpy(x.bytes.data(), data, x.bytes.size());
-  return x;
-}
-
 void require_pointer(const char* op, const char* name, const void* p) {
   if (!p) invalid(op, "prepared run: ", name, " is null");
 }

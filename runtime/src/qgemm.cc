@@ -77,7 +77,7 @@ Tensor qgemm(const QGemmArgs& args, const PackedB& packed_b, DispatchInfo* info)
   return run_qgemm(args, &p, info);
 }
 
-PackedB prepack_b(const QGemmArgs& args) {
+PackedB prepack_b(const QGemmArgs& args, const PrepackOptions& options) {
   constexpr const char* kOp = "QGemm";
   const Tensor& b = require_present(kOp, "B", args.b);
   require_rank(kOp, "B", b, 2);
@@ -88,8 +88,8 @@ PackedB prepack_b(const QGemmArgs& args) {
     require_dtype(kOp, "y_zero_point", *args.y_zero_point, {DType::kInt8, DType::kUInt8});
   const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
   const Tensor b_kn = args.trans_b ? transposed(b) : Tensor();
-  auto impl = pack_for_kernels(qgemm_identity(canonical(args, one)), args.trans_b ? b_kn : b,
-                               /*dot8=*/true, /*with_column_sums=*/true);
+  auto impl = pack_for_kernels(kOp, qgemm_identity(canonical(args, one)), args.trans_b ? b_kn : b,
+                               /*dot8=*/true, /*with_column_sums=*/true, options);
   impl->trans_b = args.trans_b;
   impl->set_source(b, qgemm_packing_key(args));
   return PackedB(std::move(impl));

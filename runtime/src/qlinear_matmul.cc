@@ -74,7 +74,7 @@ Tensor qlinear_matmul(const QLinearMatMulArgs& args, const PackedB& packed_b, Di
   return run_qlinear_matmul(args, &p, info);
 }
 
-PackedB prepack_b(const QLinearMatMulArgs& args) {
+PackedB prepack_b(const QLinearMatMulArgs& args, const PrepackOptions& options) {
   constexpr const char* kOp = "QLinearMatMul";
   const Tensor& b = require_present(kOp, "b", args.b);
   require_rank(kOp, "b", b, 2);
@@ -90,8 +90,8 @@ PackedB prepack_b(const QLinearMatMulArgs& args) {
   require_dtype(kOp, "a_scale", *args.a_scale,
                 {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
   const bool float8 = is_float8(b.dtype);
-  auto impl = pack_for_kernels(qlinear_matmul_identity(args), b, /*dot8=*/!float8,
-                               /*with_column_sums=*/!float8);
+  auto impl = pack_for_kernels(kOp, qlinear_matmul_identity(args), b, /*dot8=*/!float8,
+                               /*with_column_sums=*/!float8, options);
   impl->set_source(b, qlinear_matmul_packing_key(args));
   return PackedB(std::move(impl));
 }

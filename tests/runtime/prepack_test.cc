@@ -8,10 +8,12 @@
 
 #include <atomic>
 #include <cstring>
+#include <iostream>
 #include <random>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "mmtune/mmtune.h"
 #include "reference/gemm.h"
@@ -392,6 +394,94 @@ TEST(PackedB, MismatchesAreRefused) {
   GemmArgs bad;
   bad.b = &b8;
   EXPECT_NE(refused([&] { runtime::prepack_b(bad); }).find("int8"), std::string::npos);
+}
+
+// PrepackOptions::rows: prepack_b packs only the layouts of the kernels those rows select; a call
+// whose kernel reads another layout packs it then (the same twin as with everything packed, bit for
+// bit the reference), once, also when the first such calls race; a row count below 1 is refused.
+TEST(PackedB, RowsPackTheirLayoutsAndLaterCallsTheRest) {
+  std::mt19937_64 rng(testing::variant_seed() + 5);
+  int lazy_packings = 0, calls = 0;
+  // QLinearMatMul u8.s8 (b 700 x 1000) and float32 Gemm with transB (B 1000 x 700, canonical
+  // 700 x 1000), each with everything packed and with rows {1} only.
+  for (const bool gemm : {false, true}) {
+    testing::QlmCase qc;
+    qc.name = "rows";
+    qc.a = {100, 700};
+    qc.b = {700, 1000};
+    qc.data = "random";
+    const testing::QlmInputs in = testing::make_qlinear_matmul_inputs(
+        DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, qc, rng);
+    GemmCall g = gemm_call(100, 1000, 700, /*trans_b=*/true, FloatContract::kFma, rng);
+    auto prepack = [&](const runtime::PrepackOptions& o) {
+      return gemm ? runtime::prepack_b(g.args, o)
+                  : runtime::prepack_b(in.args(RequantMode::kFloat32), o);
+    };
+    // The call at m rows (A's first m rows) with pb: its result, which must be the reference's.
+    auto call = [&](int64_t m, const runtime::PackedB& pb, DispatchInfo* info) {
+      if (gemm) {
+        Tensor a = testing::random_tensor(DType::kFloat32, {m, 700}, rng, -4, 4);
+        GemmArgs args = g.args;
+        args.a = &a;
+        const Tensor y = runtime::gemm(args, pb, info);
+        return testing::bit_equal(mmtune::gemm(args), y, "Gemm m " + std::to_string(m));
+      }
+      QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+      Tensor a = testing::random_tensor(DType::kUInt8, {m, 700}, rng, 0, 255);
+      args.a = &a;
+      const Tensor y = runtime::qlinear_matmul(args, pb, info);
+      return testing::bit_equal(qlinear_matmul(args), y, "QLinearMatMul m " + std::to_string(m));
+    };
+    const runtime::PackedB all = prepack(runtime::PrepackOptions{});
+    const runtime::PackedB decode = prepack(runtime::PrepackOptions{{1}});
+    EXPECT_LE(decode.bytes(), all.bytes());
+    std::size_t before = decode.bytes();
+    for (const int64_t m : {1, 16, 100, 16}) {
+      DispatchInfo want, got;
+      ASSERT_TRUE(call(m, all, &want));
+      ASSERT_TRUE(call(m, decode, &got));
+      EXPECT_EQ(got.kernel, want.kernel) << "m " << m << ": " << got.reason;
+      const std::size_t now = decode.bytes();
+      EXPECT_GE(now, before);
+      if (now > before) {
+        ++lazy_packings;
+        EXPECT_NE(m, 1) << "the rows given were packed by prepack_b";
+      }
+      before = now;
+      calls += 2;
+    }
+    // After the calls at every bucket's rows: no more than everything packed.
+    EXPECT_LE(decode.bytes(), all.bytes());
+    // The first calls needing an unpacked layout, four at once: each exact.
+    const runtime::PackedB racing = prepack(runtime::PrepackOptions{{1}});
+    std::atomic<int> exact{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937_64 local(t);
+        Tensor a = testing::random_tensor(gemm ? DType::kFloat32 : DType::kUInt8, {100, 700}, local,
+                                          0, gemm ? 4 : 255);
+        if (gemm) {
+          GemmArgs args = g.args;
+          args.a = &a;
+          exact += testing::bit_equal(mmtune::gemm(args), runtime::gemm(args, racing), "race");
+        } else {
+          QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+          args.a = &a;
+          exact += testing::bit_equal(qlinear_matmul(args), runtime::qlinear_matmul(args, racing),
+                                      "race");
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(exact.load(), 4);
+    const std::string refused = testing::invalid_argument_message([&] {
+      prepack(runtime::PrepackOptions{{1, 0}});
+    });
+    EXPECT_NE(refused.find("PrepackOptions::rows holds 0"), std::string::npos) << refused;
+  }
+  std::cout << "[prepack] rows {1}: " << calls << " calls bit-exact, " << lazy_packings
+            << " layouts packed by a later call (level " << runtime::kernel_target() << ")\n";
 }
 
 // Identities without a prepacked twin, and a level capped after packing: the call packs as the

@@ -72,21 +72,21 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
 //   Tensor y = mmtune::runtime::gemm(args, pb, &info);                 // every call
 //
 // prepack_b packs B for every kernel of the call's identity at the level calls use now (one copy
-// per distinct panel layout among them); it reads args.b and what fixes the kernel's identity
-// (Gemm: B's dtype, transB and the float contract, A and C may be null; QLinearMatMul: b 2-D, the
-// dtypes of a, a_scale and y_zero_point and the requantization mode; QGemm: B's and A's dtypes,
-// transB, whether y_scale and y_zero_point are given and y_zero_point's dtype; not their values). A
-// call with a PackedB takes the same args with args.b the very tensor that was packed, unchanged
-// (it is the reference's operand wherever no kernel runs, so calls never lose exactness); a PackedB
-// of another operator, dtype, shape, transB, contract or b tensor is refused with InvalidArgument
-// before anything is computed. When the kernel a call selects has no prepacked twin (an identity
-// the build prepacks none of, a level changed since packing), the call packs as the plain call
-// does and DispatchInfo::reason says so. PackedB is immutable and may be shared across threads.
-// A PackedB also remembers the last four distinct calls made with it (2-D operands; their shapes,
-// types, attributes, quantization parameters' values and the level), each prepared as
-// prepare_gemm / prepare_qlinear_matmul / prepare_qgemm would: a call repeating one of them only
-// allocates its output and runs the kernel (no validation, dispatch or widening again; any
-// changed value or shape is a new call, checked in full).
+// per distinct panel layout among them; PrepackOptions below packs fewer); it reads args.b and what
+// fixes the kernel's identity (Gemm: B's dtype, transB and the float contract, A and C may be null;
+// QLinearMatMul: b 2-D, the dtypes of a, a_scale and y_zero_point and the requantization mode;
+// QGemm: B's and A's dtypes, transB, whether y_scale and y_zero_point are given and y_zero_point's
+// dtype; not their values). A call with a PackedB takes the same args with args.b the very tensor
+// that was packed, unchanged (it is the reference's operand wherever no kernel runs, so calls never
+// lose exactness); a PackedB of another operator, dtype, shape, transB, contract or b tensor is
+// refused with InvalidArgument before anything is computed. When the kernel a call selects has no
+// prepacked twin (an identity the build prepacks none of, a level changed since packing), the call
+// packs as the plain call does and DispatchInfo::reason says so. PackedB is immutable and may be
+// shared across threads. A PackedB also remembers the last four distinct calls made with it (2-D
+// operands; their shapes, types, attributes, quantization parameters' values and the level), each
+// prepared as prepare_gemm / prepare_qlinear_matmul / prepare_qgemm would: a call repeating one of
+// them only allocates its output and runs the kernel (no validation, dispatch or widening again;
+// any changed value or shape is a new call, checked in full).
 class PackedB {
  public:
   PackedB() = default;  // holds nothing: every call refuses it
@@ -103,9 +103,20 @@ class PackedB {
   std::shared_ptr<const Impl> impl_;
 };
 
-PackedB prepack_b(const GemmArgs& args);
-PackedB prepack_b(const QLinearMatMulArgs& args);
-PackedB prepack_b(const QGemmArgs& args);
+// What prepack_b packs now. The level's kernels of an identity may read B in several layouts (a
+// kernel per shape bucket: decode, small batch, prefill, ...), one copy of B each; a process that
+// knows the rows (M) its calls will have can pack only the layouts of the kernels those select.
+struct PrepackOptions {
+  // The rows of A of the calls to come (per batch entry for a batched QLinearMatMul), each 1 or
+  // more. Empty: every layout is packed now. Given: only those kernels' layouts are packed now; a
+  // call whose kernel reads another layout packs it then, once (thread-safe; the PackedB keeps it),
+  // so a call never falls back for it. bytes() counts what is packed so far.
+  std::vector<int64_t> rows;
+};
+
+PackedB prepack_b(const GemmArgs& args, const PrepackOptions& options = {});
+PackedB prepack_b(const QLinearMatMulArgs& args, const PrepackOptions& options = {});
+PackedB prepack_b(const QGemmArgs& args, const PrepackOptions& options = {});
 Tensor gemm(const GemmArgs& args, const PackedB& packed_b, DispatchInfo* info = nullptr);
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, const PackedB& packed_b,
                       DispatchInfo* info = nullptr);
