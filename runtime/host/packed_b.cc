@@ -105,6 +105,49 @@ namespace {
 template <class E>
 void pack_rows(const E* src, int64_t k, int64_t n, int64_t panel, int64_t g, int64_t groups,
                int64_t panels, E* dst) {
+  if constexpr (sizeof(E) == 1) {
+    if (g == 4) {
+      // 8-bit values in groups of 4 (the dot-product kernels): a whole group of 4 rows at a time,
+      // a column's 4 values side by side, so that each write runs along the panel. Rows past K
+      // (the last group's) read as zero.
+      static const E zeros[1] = {0};
+      for (int64_t kg = 0; kg < (k + 3) / 4; ++kg) {
+        const E* r[4];
+        int64_t step[4];  // 1 along a row of B, 0 on the zero row
+        for (int64_t kk = 0; kk < 4; ++kk) {
+          const bool in_b = kg * 4 + kk < k;
+          r[kk] = in_b ? src + (kg * 4 + kk) * n : zeros;
+          step[kk] = in_b ? 1 : 0;
+        }
+        for (int64_t jp = 0; jp < panels; ++jp) {
+          E* out = dst + (kg + groups * jp) * 4 * panel;
+          const int64_t c0 = jp * panel;
+          const int64_t whole = std::clamp<int64_t>(n - c0, 0, panel);
+          const E *a = r[0] + c0 * step[0], *b = r[1] + c0 * step[1], *c = r[2] + c0 * step[2],
+                  *d = r[3] + c0 * step[3];
+          if (step[3] == 1) {  // a whole group
+            for (int64_t jj = 0; jj < whole; ++jj) {
+              out[4 * jj] = a[jj];
+              out[4 * jj + 1] = b[jj];
+              out[4 * jj + 2] = c[jj];
+              out[4 * jj + 3] = d[jj];
+            }
+          } else {
+            for (int64_t jj = 0; jj < whole; ++jj) {
+              out[4 * jj] = a[jj * step[0]];
+              out[4 * jj + 1] = b[jj * step[1]];
+              out[4 * jj + 2] = c[jj * step[2]];
+              out[4 * jj + 3] = d[jj * step[3]];
+            }
+          }
+          for (int64_t jj = whole; jj < panel; ++jj) {
+            for (int64_t kk = 0; kk < 4; ++kk) out[4 * jj + kk] = r[kk][(n - 1) * step[kk]];
+          }
+        }
+      }
+      return;
+    }
+  }
   for (int64_t kr = 0; kr < k; ++kr) {
     const E* row = src + kr * n;
     const int64_t kg = kr / g, kk = kr % g;
