@@ -16,6 +16,7 @@
 #include "autotune/halide_ops.h"
 #include "mmtune/mmtune.h"
 #include "reference/codecs.h"
+#include "reference/qlinear_matmul.h"
 #include "schedules/schedule.h"
 #include "tests/variants/variant_support.h"
 
@@ -149,6 +150,68 @@ TEST(Concurrency, MixedOperatorsFromEightThreadsAreBitExact) {
   std::cout << "[concurrency] " << kThreads << " threads, " << calls
             << " calls (runtime and JIT, mixed operators), all bit-exact; " << jit_cache_size()
             << " JIT kernels compiled concurrently\n";
+}
+
+// PackedBs that packed only the decode layout (PrepackOptions{{1}}), of a u8.s8 QLinearMatMul b
+// and a float32 Gemm B (strict: the SSE4.1 level, which the TSan build carries, has prepacked
+// float32 kernels and no 8-bit ones): eight threads start together and make calls whose kernels
+// read the other layouts, so that the first of them race to pack those (under the PackedB's lock),
+// while others read bytes() and description(). Every result bit for bit the reference.
+TEST(Concurrency, FirstCallsOfALazilyPackedBAreBitExact) {
+  std::mt19937_64 rng(testing::variant_seed() + 100);
+  const testing::QlmInputs in = testing::random_u8s8_qlm_inputs({100, 200}, {200, 300}, rng);
+  const Tensor b = testing::random_tensor(DType::kFloat32, {200, 300}, rng, -2, 2);
+  GemmArgs gemm_args;
+  gemm_args.b = &b;
+  const runtime::PrepackOptions decode{{1}};
+  const runtime::PackedB qpb = runtime::prepack_b(in.args(RequantMode::kFloat32), decode);
+  const runtime::PackedB gpb = runtime::prepack_b(gemm_args, decode);
+  const std::size_t before = qpb.bytes() + gpb.bytes();
+  StartLine start;
+  std::vector<Outcome> outcomes(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  constexpr int kCalls = 6;
+  for (int w = 0; w < kThreads; ++w) {
+    threads.emplace_back([&, w] {
+      std::mt19937_64 local(testing::variant_seed() + 200 + static_cast<uint64_t>(w));
+      start.arrive_and_wait();
+      try {
+        for (int i = 0; i < kCalls; ++i) {
+          const int64_t m = std::vector<int64_t>{100, 30, 1}[(w + i) % 3];
+          bool exact = false;
+          if ((w + i) % 2 == 0) {
+            QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+            const Tensor a = quant(DType::kUInt8, {m, 200}, local);
+            args.a = &a;
+            exact = same(qlinear_matmul(args), runtime::qlinear_matmul(args, qpb));
+            if (w % 2 == 0) (void)qpb.description();
+          } else {
+            GemmArgs args = gemm_args;
+            const Tensor a = testing::random_tensor(DType::kFloat32, {m, 200}, local, -2, 2);
+            args.a = &a;
+            exact = same(gemm(args), runtime::gemm(args, gpb));
+            if (w % 2 == 0) (void)gpb.description();
+          }
+          ++outcomes[w].calls;
+          if (!exact && outcomes[w].mismatches++ == 0)
+            outcomes[w].first = "call " + std::to_string(i) + " M=" + std::to_string(m);
+        }
+      } catch (const std::exception& e) {
+        errors[w] = e.what();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int w = 0; w < kThreads; ++w) {
+    EXPECT_EQ(errors[w], "") << "thread " << w;
+    EXPECT_EQ(outcomes[w].mismatches, 0) << "thread " << w << ": first " << outcomes[w].first;
+    EXPECT_EQ(outcomes[w].calls, kCalls);
+  }
+  const std::size_t after = qpb.bytes() + gpb.bytes();
+  EXPECT_GE(after, before);
+  std::cout << "[concurrency] lazily packed Bs: " << kThreads * kCalls << " calls bit-exact; "
+            << before << " bytes packed before, " << after << " after\n";
 }
 
 }  // namespace

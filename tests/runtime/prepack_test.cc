@@ -196,17 +196,6 @@ GemmCall gemm_call(int64_t m, int64_t n, int64_t k, bool trans_b, FloatContract 
   return g;
 }
 
-// u8.s8 -> u8 QLinearMatMul inputs of random data, per-tensor parameters.
-testing::QlmInputs u8s8_inputs(Shape a, Shape b, std::mt19937_64& rng) {
-  testing::QlmCase qc;
-  qc.name = "u8s8";
-  qc.a = std::move(a);
-  qc.b = std::move(b);
-  qc.data = "random";
-  return testing::make_qlinear_matmul_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8,
-                                             DType::kFloat32, qc, rng);
-}
-
 bool has_prepacked(const std::string& op, const std::string& key, const std::string& value) {
   for (const auto& k : runtime::linked_kernel_infos()) {
     if (k.op == op && k.identity.count("prepacked_b") && k.identity.count(key) &&
@@ -380,7 +369,7 @@ TEST(PackedB, MismatchesAreRefused) {
   EXPECT_NE(refused([&] { runtime::gemm(args, pb); }).find("B is null"), std::string::npos);
 
   // QLinearMatMul: a Gemm PackedB, another requant mode, a b that is not 2-D at prepack time.
-  const testing::QlmInputs in = u8s8_inputs({3, 8}, {8, 5}, rng);
+  const testing::QlmInputs in = testing::random_u8s8_qlm_inputs({3, 8}, {8, 5}, rng);
   QLinearMatMulArgs q = in.args(RequantMode::kFloat32);
   EXPECT_NE(refused([&] { runtime::qlinear_matmul(q, pb); }).find("prepacked for Gemm"),
             std::string::npos);
@@ -388,7 +377,7 @@ TEST(PackedB, MismatchesAreRefused) {
   q.requant = RequantMode::kFloat64;
   EXPECT_NE(refused([&] { runtime::qlinear_matmul(q, qpb); }).find("requant=float32"),
             std::string::npos);
-  const testing::QlmInputs batched = u8s8_inputs({3, 8}, {2, 8, 5}, rng);
+  const testing::QlmInputs batched = testing::random_u8s8_qlm_inputs({3, 8}, {2, 8, 5}, rng);
   EXPECT_NE(
       refused([&] { runtime::prepack_b(batched.args(RequantMode::kFloat32)); }).find("rank 2"),
       std::string::npos);
@@ -408,7 +397,7 @@ TEST(PackedB, RowsPackTheirLayoutsAndLaterCallsTheRest) {
   // QLinearMatMul u8.s8 (b 700 x 1000) and float32 Gemm with transB (B 1000 x 700, canonical
   // 700 x 1000), each with everything packed and with rows {1} only.
   for (const bool gemm : {false, true}) {
-    const testing::QlmInputs in = u8s8_inputs({100, 700}, {700, 1000}, rng);
+    const testing::QlmInputs in = testing::random_u8s8_qlm_inputs({100, 700}, {700, 1000}, rng);
     GemmCall g = gemm_call(100, 1000, 700, /*trans_b=*/true, FloatContract::kFma, rng);
     auto prepack = [&](const runtime::PrepackOptions& o) {
       return gemm ? runtime::prepack_b(g.args, o)
@@ -655,13 +644,7 @@ TEST(PackedB, RepeatedCallsFollowEveryArgument) {
 // remembers: every output is the reference's.
 TEST(PackedB, ConcurrentCallsShareItsMemo) {
   std::mt19937_64 rng(testing::variant_seed() + 6);
-  testing::QlmCase qc;
-  qc.name = "threads";
-  qc.a = {1, 64};
-  qc.b = {64, 48};
-  qc.data = "random";
-  const testing::QlmInputs in = testing::make_qlinear_matmul_inputs(
-      DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, qc, rng);
+  const testing::QlmInputs in = testing::random_u8s8_qlm_inputs({1, 64}, {64, 48}, rng);
   const runtime::PackedB pb = runtime::prepack_b(in.args(RequantMode::kFloat32));
   std::vector<Tensor> as, expected;
   for (const int64_t m : {1, 2, 3, 7, 16, 40}) {

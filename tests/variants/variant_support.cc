@@ -139,4 +139,14 @@ std::string GateCounts::summary() const {
   return ::testing::AssertionSuccess();
 }
 
+QlmInputs random_u8s8_qlm_inputs(Shape a, Shape b, std::mt19937_64& rng) {
+  QlmCase qc;
+  qc.name = "u8s8";
+  qc.a = std::move(a);
+  qc.b = std::move(b);
+  qc.data = "random";
+  return make_qlinear_matmul_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, qc,
+                                    rng);
+}
+
 }  // namespace mmtune::testing

@@ -53,6 +53,10 @@ using tune::random_scales;
 using tune::random_tensor;
 using tune::ValueRange;
 
+// u8.s8 -> u8 QLinearMatMul inputs of a (`a`) and b (`b`) shapes: random data, per-tensor
+// parameters, float32 scales.
+QlmInputs random_u8s8_qlm_inputs(Shape a, Shape b, std::mt19937_64& rng);
+
 // QLinearMatMul (int8/uint8) cases relative to a tile of rows x cols, shared by the variant and
 // runtime suites: every shape category (2-D, with per-tensor / per-row x per-column / rank-1 and
 // rank-2 parameters rotating), N-D batch broadcasting with parameters carrying batch dims, 1-D
