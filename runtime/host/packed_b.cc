@@ -183,8 +183,8 @@ Tensor pack_b_panels(const Tensor& b, const PanelLayout& l) {
   const int64_t panels = packed_panels(n, l);
   // Panel jp's group kg (of G; K rows when not grouped) is row kg + G * jp, and
   // B[kg * g + kk][jp * panel + jj] its element kk + g * jj.
-  const int64_t groups = g > 1 ? packed_groups(k, l) : k;
   Tensor p(b.dtype, packed_shape(k, n, l));  // zero-filled: the K padding
+  const int64_t groups = p.shape[0] / panels;
   const uint8_t* src = b.bytes.data();
   uint8_t* dst = p.bytes.data();
   switch (dtype_size(b.dtype)) {

@@ -42,10 +42,9 @@ const PackedB::Impl::Packing* PackedB::Impl::ready_packing_for(const KernelEntry
   const Packing* p = packing_for(kernel);
   if (!p) return nullptr;
   std::lock_guard<std::mutex> lock(pack_mutex);
-  if (!p->ready) {
+  if (!p->ready()) {
     const Tensor b = tensor_at(source, dtype, shape);
     p->panels = pack_b_panels(trans_b ? transposed(b) : b, p->layout);
-    p->ready = true;
   }
   return p;
 }
@@ -92,7 +91,7 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity i
       for (std::size_t p = 0; p < impl->packings.size(); ++p) {
         if (impl->packings[p].layout == l) index = p;
       }
-      if (index == impl->packings.size()) impl->packings.push_back({l, Tensor(), false});
+      if (index == impl->packings.size()) impl->packings.push_back({l, Tensor()});
       impl->kernels.emplace_back(e, index);
     }
     // Packed now: every layout, or those of the kernels the given rows select.
@@ -106,7 +105,6 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity i
     for (std::size_t p = 0; p < impl->packings.size(); ++p) {
       if (!now[p]) continue;
       impl->packings[p].panels = pack_b_panels(b, impl->packings[p].layout);
-      impl->packings[p].ready = true;
     }
     return impl;
   }
@@ -188,7 +186,7 @@ std::string PackedB::description() const {
     const PackedB::Impl::Packing& p = impl_->packings[index];
     std::lock_guard<std::mutex> lock(impl_->pack_mutex);
     os << " " << entry->name << " [" << p.layout.to_string()
-       << (p.ready ? "" : "; packed by the first call that needs it") << "]";
+       << (p.ready() ? "" : "; packed by the first call that needs it") << "]";
   }
   if (!impl_->column_sums.bytes.empty()) os << "; with its column sums";
   os << "; " << bytes() << " bytes";

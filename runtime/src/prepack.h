@@ -30,9 +30,10 @@ struct PackedB::Impl {
   struct Packing {
     PanelLayout layout;
     // Packed at prepack_b (every layout, or those of PrepackOptions::rows' kernels), else by the
-    // first call whose kernel reads it (ready_packing_for); never changed once ready.
+    // first call whose kernel reads it (ready_packing_for); empty until then (a packing of a
+    // non-empty B is never empty), never changed after.
     mutable Tensor panels;
-    mutable bool ready = false;
+    bool ready() const { return !panels.bytes.empty(); }
   };
   std::vector<Packing> packings;  // fixed at prepack_b: a Packing's address is stable
   mutable std::mutex pack_mutex;  // guards the packing of a Packing not ready yet

@@ -137,10 +137,10 @@ TEST(PreparedGemm, NoKernelRunsTheReference) {
   EXPECT_TRUE(testing::bit_equal(gemm(args), y2));
 }
 
-// beta = 0 ignores C (the reference's rule): a C given with beta 0 is not read at all, by the
-// plain call, the PackedB call or a prepared run. The prepared run's C lies in pages mapped without
-// access, so a kernel that read it would fault; the plain calls' C is NaN, which a read would carry
-// into Y (0 * NaN is NaN).
+// beta = 0 ignores C (the reference's rule): a C given with beta 0 is not read. The prepared run's
+// C lies in pages mapped without access, so a kernel that read it would fault. The plain and
+// PackedB calls (whose C is a Tensor, so readable) get a NaN C and must give the reference's bits:
+// NaN must not reach Y.
 TEST(PreparedGemm, BetaZeroReadsNoC) {
   std::mt19937_64 rng(testing::variant_seed() + 15);
   int kernel_runs = 0;
