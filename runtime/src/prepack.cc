@@ -113,6 +113,19 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity i
   return impl;
 }
 
+bool pack_b_per_call(const KernelIdentity& plain, int64_t m, int64_t n, int64_t k) {
+  if (m < kPackPerCallRows || m * n * k < kPackPerCallProducts) return false;
+  KernelIdentity twin = plain;
+  twin.params["prepacked_b"] = "true";
+  const std::vector<Level>& all = levels();
+  for (std::size_t i = first_allowed_level(); i < all.size(); ++i) {
+    if (all[i].cannot_run) continue;
+    if (find_group(all[i].groups, plain.op, plain.params)) return false;
+    if (find_group(all[i].groups, twin.op, twin.params)) return true;
+  }
+  return false;
+}
+
 std::string no_panels_reason(const PackedB::Impl& packed, const KernelEntry* kernel,
                              const std::string& reason) {
   if (packed.packings.empty()) return packed.why_none;

@@ -20,8 +20,9 @@ QGemmArgs canonical(const QGemmArgs& args, const Tensor& one) {
   return canon;
 }
 
-Tensor run_qgemm(const QGemmArgs& args, const PackedB::Impl* packed, DispatchInfo* info) {
-  const QGemmPlan plan = validate_qgemm(args);  // the reference's checks and messages
+// plan = validate_qgemm(args) (the reference's checks and messages).
+Tensor run_qgemm(const QGemmArgs& args, const QGemmPlan& plan, const PackedB::Impl* packed,
+                 DispatchInfo* info) {
   DispatchInfo local;
   DispatchInfo& out = info ? *info : local;
   if (auto why = qgemm_no_kernel(plan)) {
@@ -68,13 +69,26 @@ Chosen choose_qgemm(const QGemmArgs& args, const QGemmPlan& plan, const PackedB:
                          buffers, args.b->dtype, "B", info);
 }
 
-Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) { return run_qgemm(args, nullptr, info); }
+Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) {
+  const QGemmPlan plan = validate_qgemm(args);
+  if (plan.m >= kPackPerCallRows && !qgemm_no_kernel(plan)) {
+    const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
+    if (pack_b_per_call(qgemm_identity(canonical(args, one)), plan.m, plan.n, plan.k)) {
+      // B packed for this call alone: the level's kernels read panels (pack_b_per_call).
+      const PackedB packed = prepack_b(args, PrepackOptions{{plan.m}});
+      Tensor y = run_qgemm(args, plan, packed.impl(), info);
+      if (info) info->reason += " for this call (plain kernels only at a level below)";
+      return y;
+    }
+  }
+  return run_qgemm(args, plan, nullptr, info);
+}
 
 Tensor qgemm(const QGemmArgs& args, const PackedB& packed_b, DispatchInfo* info) {
   if (auto y = qgemm_through_memo(args, packed_b, info)) return std::move(*y);
   const PackedB::Impl& p =
       packed_for_call(packed_b, "QGemm", args.b, args.b ? qgemm_packing_key(args) : "");
-  return run_qgemm(args, &p, info);
+  return run_qgemm(args, validate_qgemm(args), &p, info);
 }
 
 PackedB prepack_b(const QGemmArgs& args, const PrepackOptions& options) {

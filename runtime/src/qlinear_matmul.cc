@@ -12,10 +12,9 @@
 namespace mmtune::runtime {
 namespace {
 
-Tensor run_qlinear_matmul(const QLinearMatMulArgs& args, const PackedB::Impl* packed,
-                          DispatchInfo* info) {
-  const QLinearMatMulPlan plan =
-      validate_qlinear_matmul(args);  // the reference's checks and messages
+// plan = validate_qlinear_matmul(args) (the reference's checks and messages).
+Tensor run_qlinear_matmul(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
+                          const PackedB::Impl* packed, DispatchInfo* info) {
   DispatchInfo local;
   DispatchInfo& out = info ? *info : local;
   if (auto why = qlinear_matmul_no_kernel(plan)) {
@@ -64,14 +63,24 @@ Chosen choose_qlinear_matmul(const QLinearMatMulArgs& args, const QLinearMatMulP
 }
 
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
-  return run_qlinear_matmul(args, nullptr, info);
+  const QLinearMatMulPlan plan = validate_qlinear_matmul(args);
+  if (plan.shape.m >= kPackPerCallRows && args.b->shape.size() == 2 && !is_float8(args.b->dtype) &&
+      !qlinear_matmul_no_kernel(plan) &&
+      pack_b_per_call(qlinear_matmul_identity(args), plan.shape.m, plan.shape.n, plan.shape.k)) {
+    // b packed for this call alone: the level's kernels read panels (pack_b_per_call).
+    const PackedB packed = prepack_b(args, PrepackOptions{{plan.shape.m}});
+    Tensor y = run_qlinear_matmul(args, plan, packed.impl(), info);
+    if (info) info->reason += " for this call (plain kernels only at a level below)";
+    return y;
+  }
+  return run_qlinear_matmul(args, plan, nullptr, info);
 }
 
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, const PackedB& packed_b, DispatchInfo* info) {
   if (auto y = qlinear_matmul_through_memo(args, packed_b, info)) return std::move(*y);
   const PackedB::Impl& p = packed_for_call(packed_b, "QLinearMatMul", args.b,
                                            args.b ? qlinear_matmul_packing_key(args) : "");
-  return run_qlinear_matmul(args, &p, info);
+  return run_qlinear_matmul(args, validate_qlinear_matmul(args), &p, info);
 }
 
 PackedB prepack_b(const QLinearMatMulArgs& args, const PrepackOptions& options) {

@@ -384,19 +384,6 @@ TEST(CpuCheck, TargetsThisCpuCannotConfirmAreRefused) {
 
 // ---- Levels: one library, the best level this CPU runs ----
 
-// Restores the level cap a test changed (the suites run with MMTUNE_MAX_KERNEL_TARGET per level).
-class LevelCap {
- public:
-  explicit LevelCap(const std::string& target)
-      : previous_(runtime::set_max_kernel_target(target)) {}
-  ~LevelCap() { runtime::set_max_kernel_target(previous_); }
-  LevelCap(const LevelCap&) = delete;
-  LevelCap& operator=(const LevelCap&) = delete;
-
- private:
-  std::string previous_;
-};
-
 // A float32 Gemm call (strict contract), and which kernel ran.
 DispatchInfo f32_gemm_info() {
   const Tensor a = f32({20, 30}, 1), b = f32({30, 40}, 2);
@@ -443,7 +430,7 @@ TEST(Levels, EachUsableLevelServesCallsWhenCappedAndNoneMeansTheReference) {
   for (const runtime::KernelLevel& l : levels) {
     if (l.target == "none" || cpu_cannot_run(l.target)) continue;
     ++runnable;
-    const LevelCap cap(l.target);
+    const testing::LevelCap cap(l.target);
     EXPECT_EQ(runtime::kernel_target(), l.target);
     // Capped here: this level's kernels and those of lower levels (for identities it lacks).
     for (const runtime::KernelInfo& k : runtime::linked_kernel_infos())
@@ -462,7 +449,7 @@ TEST(Levels, EachUsableLevelServesCallsWhenCappedAndNoneMeansTheReference) {
     }
   }
   {
-    const LevelCap none("none");
+    const testing::LevelCap none("none");
     EXPECT_EQ(runtime::kernel_target(), "none");
     EXPECT_TRUE(runtime::linked_kernel_infos().empty());
     const DispatchInfo info = f32_gemm_info();

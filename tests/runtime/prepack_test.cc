@@ -326,6 +326,89 @@ TEST(PackedB, QGemmIsBitExactAndRunsThePrepackedKernel) {
             << " on a prepacked kernel (level " << runtime::kernel_target() << ")\n";
 }
 
+// A plain 8-bit call (no PackedB) where the best level this CPU runs has only prepacked kernels
+// of its identity (the AMX level: its tiles read B in panels) packs B for itself when it has at
+// least 32 rows of A and 2^23 products, and runs that level's prepacked kernel, the one a call
+// with a PackedB runs; other calls, and every call where the best level has plain kernels too,
+// run a plain kernel. Bit for bit the reference every time. Which case holds is read from what the
+// calls report: the level a PackedB was packed for (its description) against the level of the
+// plain call's kernel at one row.
+TEST(PackedB, PlainCallsPackBForThemselvesWhereTheBestLevelReadsPanelsOnly) {
+  std::mt19937_64 rng(testing::variant_seed() + 7);
+  // The text between `from` and the next `to` in `text` ("" when absent).
+  auto between = [](const std::string& text, const std::string& from, const std::string& to) {
+    const std::size_t p = text.find(from);
+    if (p == std::string::npos) return std::string();
+    const std::size_t e = text.find(to, p + from.size());
+    return text.substr(p + from.size(), e == std::string::npos ? e : e - p - from.size());
+  };
+  int calls = 0, packed_for_call = 0;
+  for (const bool qgemm_op : {false, true}) {
+    const char* op = qgemm_op ? "QGemm" : "QLinearMatMul";
+    std::string plain_level, packed_level;
+    // (m, n, k, whether the call packs B where the best level reads panels only)
+    for (const auto& [m, n, k, packs] :
+         std::vector<std::tuple<int64_t, int64_t, int64_t, bool>>{{1, 512, 512, false},
+                                                                  {31, 512, 512, false},
+                                                                  {32, 512, 512, true},
+                                                                  {150, 512, 300, true},
+                                                                  {100, 200, 100, false}}) {
+      Tensor want, got, with_pb;
+      DispatchInfo plain, packed;
+      runtime::PackedB pb;
+      if (qgemm_op) {
+        const tune::QGemmInputs in =
+            tune::make_qgemm_inputs(DType::kUInt8, DType::kInt8, DType::kUInt8,
+                                    {m, n, k, false, m == 32, false, {n}, false}, rng);
+        QGemmArgs args = in.args(true, false, false);
+        args.trans_b = m == 32;
+        want = qgemm(args);
+        got = runtime::qgemm(args, &plain);
+        pb = runtime::prepack_b(args);
+        with_pb = runtime::qgemm(args, pb, &packed);
+      } else {
+        const testing::QlmInputs in = testing::random_u8s8_qlm_inputs({m, k}, {k, n}, rng);
+        const QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+        want = qlinear_matmul(args);
+        got = runtime::qlinear_matmul(args, &plain);
+        pb = runtime::prepack_b(args);
+        with_pb = runtime::qlinear_matmul(args, pb, &packed);
+      }
+      const std::string context = std::string(op) + " m " + std::to_string(m) + ": " +
+                                  plain.kernel + " " + plain.reason + " | " + pb.description();
+      ASSERT_TRUE(testing::bit_equal(want, got, context));
+      ASSERT_TRUE(testing::bit_equal(want, with_pb, context));
+      ++calls;
+      if (m == 1) {
+        plain_level = between(plain.reason, "(level ", ")");
+        packed_level = between(pb.description(), "packed for level ", ":");
+      }
+      const bool expect = packs && !packed_level.empty() && packed_level != plain_level;
+      const bool packed_here = plain.reason.find("for this call") != std::string::npos;
+      EXPECT_EQ(packed_here, expect) << context;
+      if (expect) {
+        EXPECT_EQ(plain.kernel, packed.kernel) << context;
+        ++packed_for_call;
+      } else if (packed_level != plain_level && !packed_level.empty()) {
+        EXPECT_NE(plain.kernel, packed.kernel) << context;
+      }
+    }
+    // Capped to the level below: plain kernels there, nothing packed for the call.
+    if (!packed_level.empty() && packed_level != plain_level) {
+      const std::string previous = runtime::set_max_kernel_target(plain_level);
+      const testing::QlmInputs in = testing::random_u8s8_qlm_inputs({150, 300}, {300, 200}, rng);
+      const QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+      DispatchInfo capped;
+      const Tensor y = runtime::qlinear_matmul(args, &capped);
+      runtime::set_max_kernel_target(previous);
+      EXPECT_TRUE(testing::bit_equal(qlinear_matmul(args), y, capped.reason));
+      EXPECT_EQ(capped.reason.find("for this call"), std::string::npos) << capped.reason;
+    }
+  }
+  std::cout << "[prepack] plain 8-bit calls: " << calls << " bit-exact, " << packed_for_call
+            << " of them packing B for the call (level " << runtime::kernel_target() << ")\n";
+}
+
 // A PackedB that does not fit the call is refused before anything is computed, naming what
 // differs.
 TEST(PackedB, MismatchesAreRefused) {

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "autotune/kernel_key.h"
@@ -115,6 +116,11 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
   int64_t elsewhere = 0;  // batched / vector cases its bucket sends to a sibling kernel
   // A prepacked twin (prepacked_b=true) is called as users call it: b (2-D) packed by prepack_b.
   const bool prepacked = kernel.identity.count("prepacked_b") > 0;
+  // A plain kernel of a level below the best (a level with prepacked kernels only above it) runs
+  // capped at its own level, as a CPU of that level runs it: uncapped, plain calls from 32 rows
+  // and 2^23 products pack b for themselves and run the level above (PackedB.PlainCalls...).
+  std::optional<testing::LevelCap> cap;
+  if (!prepacked && kernel.target != runtime::kernel_target()) cap.emplace(kernel.target);
   for (testing::QlmCase c : testing::qlinear_matmul_cases(rows, cols)) {
     if (c.a.back() == 0) continue;  // K = 0 takes the reference: QuantizedFallback below
     // A matrix case's M moved into the kernel's bucket (with a per-row parameter's), so that this
@@ -188,6 +194,9 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
   const float alphas[] = {1.0f, 0.75f, -1.5f, 2.0f};
   // A prepacked twin (prepacked_b=true) is called as users call it: B packed by prepack_b.
   const bool prepacked = kernel.identity.count("prepacked_b") > 0;
+  // A plain kernel of a level below the best: capped at its level (as in QLinearMatMulRuntime).
+  std::optional<testing::LevelCap> cap;
+  if (!prepacked && kernel.target != runtime::kernel_target()) cap.emplace(kernel.target);
   int64_t cases = 0;
   int combo = 0;
   // Each shape moved into the kernel's bucket, so that this kernel is the one that serves it.

@@ -26,6 +26,19 @@ std::vector<const runtime::KernelEntry*> used_entries();
 // when no used level has a kernel of its identity.
 std::string no_kernel_prefix(const std::string& op);
 
+// Restores the level cap a test changed (the suites run with MMTUNE_MAX_KERNEL_TARGET per level).
+class LevelCap {
+ public:
+  explicit LevelCap(const std::string& target)
+      : previous_(runtime::set_max_kernel_target(target)) {}
+  ~LevelCap() { runtime::set_max_kernel_target(previous_); }
+  LevelCap(const LevelCap&) = delete;
+  LevelCap& operator=(const LevelCap&) = delete;
+
+ private:
+  std::string previous_;
+};
+
 // x moved into [lo, hi] (hi < 0: no upper bound).
 int64_t clamp_to(int64_t x, int64_t lo, int64_t hi);
 
