@@ -393,6 +393,20 @@ TEST(PackedB, PlainCallsPackBForThemselvesWhereTheBestLevelReadsPanelsOnly) {
         EXPECT_NE(plain.kernel, packed.kernel) << context;
       }
     }
+    // A batched a (2 x 64 rows) with a 2-D b: each entry's 64 x 512 x 300 is past the rule's
+    // bounds, so where the rule applies the call packs b once for both entries.
+    if (!qgemm_op) {
+      const testing::QlmInputs in = testing::random_u8s8_qlm_inputs({2, 64, 300}, {300, 512}, rng);
+      const QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+      DispatchInfo batched;
+      const Tensor y = runtime::qlinear_matmul(args, &batched);
+      EXPECT_TRUE(testing::bit_equal(qlinear_matmul(args), y, batched.reason));
+      const bool expect = !packed_level.empty() && packed_level != plain_level;
+      EXPECT_EQ(batched.reason.find("for this call") != std::string::npos, expect)
+          << batched.reason;
+      ++calls;
+      packed_for_call += expect;
+    }
     // Capped to the level below: plain kernels there, nothing packed for the call.
     if (!packed_level.empty() && packed_level != plain_level) {
       const std::string previous = runtime::set_max_kernel_target(plain_level);
