@@ -69,7 +69,7 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity i
 // itself first and runs the prepacked twin: where the best level this CPU runs has prepacked
 // kernels of it but no plain ones (the AMX level: its tiles read B in panels), with at least
 // kPackPerCallRows rows and kPackPerCallProducts products. Packing costs about 0.4-0.6 ns per
-// value of B and 15 us a call; the plain kernels of the level below run 4-10x slower on the
+// value of B and 15 us a call; the plain kernels of the level below run 4-13x slower on the
 // product (u8.s8 QLinearMatMul on a Xeon with AMX, 1 thread: at 32 x 512 x 512 the packed call
 // took 103 us against 151, at 16 x 4096 x 4096 10.3 ms against 10.6, at 128^3 27 against 19).
 constexpr int64_t kPackPerCallRows = 32;
