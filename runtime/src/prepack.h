@@ -75,6 +75,8 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity i
 constexpr int64_t kPackPerCallRows = 32;
 constexpr int64_t kPackPerCallProducts = int64_t{1} << 23;
 bool pack_b_per_call(const KernelIdentity& plain, int64_t m, int64_t n, int64_t k);
+// What such a call adds to its DispatchInfo's reason.
+constexpr const char* kPackedForCallNote = " for this call (plain kernels only at a level below)";
 
 // Why a call with `packed` finds no panels for `kernel` (nullptr: no kernel may run; `reason` is
 // the dispatch's).

@@ -77,7 +77,7 @@ Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) {
       // B packed for this call alone: the level's kernels read panels (pack_b_per_call).
       const PackedB packed = prepack_b(args, PrepackOptions{{plan.m}});
       Tensor y = run_qgemm(args, plan, packed.impl(), info);
-      if (info) info->reason += " for this call (plain kernels only at a level below)";
+      if (info) info->reason += kPackedForCallNote;
       return y;
     }
   }

@@ -70,7 +70,7 @@ Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
     // b packed for this call alone: the level's kernels read panels (pack_b_per_call).
     const PackedB packed = prepack_b(args, PrepackOptions{{plan.shape.m}});
     Tensor y = run_qlinear_matmul(args, plan, packed.impl(), info);
-    if (info) info->reason += " for this call (plain kernels only at a level below)";
+    if (info) info->reason += kPackedForCallNote;
     return y;
   }
   return run_qlinear_matmul(args, plan, nullptr, info);

@@ -22,6 +22,7 @@
 #include "runtime/host/packed_b.h"
 #include "schedules/schedule.h"
 #include "schedules/target_info.h"
+#include "tests/runtime/runtime_support.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
 
@@ -409,12 +410,14 @@ TEST(PackedB, PlainCallsPackBForThemselvesWhereTheBestLevelReadsPanelsOnly) {
     }
     // Capped to the level below: plain kernels there, nothing packed for the call.
     if (!packed_level.empty() && packed_level != plain_level) {
-      const std::string previous = runtime::set_max_kernel_target(plain_level);
       const testing::QlmInputs in = testing::random_u8s8_qlm_inputs({150, 300}, {300, 200}, rng);
       const QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
       DispatchInfo capped;
-      const Tensor y = runtime::qlinear_matmul(args, &capped);
-      runtime::set_max_kernel_target(previous);
+      Tensor y;
+      {
+        const testing::LevelCap cap(plain_level);
+        y = runtime::qlinear_matmul(args, &capped);
+      }
       EXPECT_TRUE(testing::bit_equal(qlinear_matmul(args), y, capped.reason));
       EXPECT_EQ(capped.reason.find("for this call"), std::string::npos) << capped.reason;
     }
@@ -589,10 +592,12 @@ TEST(PackedB, WithoutATwinTheCallIsThePlainOne) {
   // Packed at the current level, then calls capped to the reference only.
   GemmCall g = gemm_call(5, 40, 30, false, FloatContract::kStrict, rng);
   const runtime::PackedB f32 = runtime::prepack_b(g.args);
-  const std::string previous = runtime::set_max_kernel_target("none");
   DispatchInfo capped;
-  const Tensor y = runtime::gemm(g.args, f32, &capped);
-  runtime::set_max_kernel_target(previous);
+  Tensor y;
+  {
+    const testing::LevelCap none("none");
+    y = runtime::gemm(g.args, f32, &capped);
+  }
   EXPECT_TRUE(testing::bit_equal(gemm(g.args), y));
   EXPECT_EQ(capped.kernel, "reference");
   EXPECT_NE(capped.reason.find("B not prepacked"), std::string::npos) << capped.reason;
@@ -674,9 +679,10 @@ TEST(PackedB, RepeatedCallsFollowEveryArgument) {
   // The level: none allowed, then the default again.
   in.a = testing::random_tensor(DType::kUInt8, {16, 70}, rng, 0, 255);
   const DispatchInfo kernel_info = check("M=16, default level");
-  const std::string previous = runtime::set_max_kernel_target("none");
-  EXPECT_EQ(check("level none").kernel, "reference");
-  runtime::set_max_kernel_target(previous);
+  {
+    const testing::LevelCap none("none");
+    EXPECT_EQ(check("level none").kernel, "reference");
+  }
   EXPECT_EQ(check("default level again").kernel, kernel_info.kernel);
   EXPECT_EQ(kernel_info.kernel, at16.kernel);
 

@@ -19,6 +19,7 @@
 #include "reference/gemm.h"
 #include "reference/qgemm.h"
 #include "reference/qlinear_matmul.h"
+#include "tests/runtime/runtime_support.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
 
@@ -37,7 +38,7 @@ Tensor random_of(DType t, Shape s, std::mt19937_64& rng) {
 // without a PackedB, which allocates nothing per run, keeps the plain kernel of the level below.
 void expect_prepared_kernel(const DispatchInfo& prepared, const DispatchInfo& plain) {
   if (plain.reason.find("for this call") != std::string::npos) {
-    EXPECT_EQ(plain.kernel.find("_prepacked__") == std::string::npos, false) << plain.reason;
+    EXPECT_NE(plain.kernel.find("_prepacked__"), std::string::npos) << plain.reason;
     EXPECT_EQ(prepared.kernel.find("_prepacked__"), std::string::npos) << prepared.reason;
     EXPECT_NE(prepared.kernel, "reference") << prepared.reason;
   } else {
@@ -141,9 +142,11 @@ TEST(PreparedGemm, NoKernelRunsTheReference) {
   args.a = &a2;
   args.b = &b2;
   args.c = nullptr;
-  const std::string previous = runtime::set_max_kernel_target("none");
-  const runtime::PreparedGemm capped = runtime::prepare_gemm(args);
-  runtime::set_max_kernel_target(previous);
+  runtime::PreparedGemm capped;
+  {
+    const testing::LevelCap none("none");
+    capped = runtime::prepare_gemm(args);
+  }
   EXPECT_EQ(capped.info().kernel, "reference");
   Tensor y2(DType::kFloat32, {5, 6});
   capped.run(a2.bytes.data(), b2.bytes.data(), nullptr, y2.bytes.data());
