@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 
+#include "runtime/host/kernel_memory.h"
 #include "runtime/host/thread_pool.h"
 
 namespace mmtune::jit {
@@ -105,6 +106,11 @@ int jit_par_for(Halide::JITUserContext* ctx, int (*task)(Halide::JITUserContext*
 ErrorContext::ErrorContext() {
   handlers.custom_error = capture_error;
   handlers.custom_do_par_for = jit_par_for;
+  // Its allocations on kept blocks too (runtime/host/kernel_memory.h).
+  handlers.custom_malloc = [](Halide::JITUserContext*, size_t n) {
+    return host::jit_kernel_malloc(n);
+  };
+  handlers.custom_free = [](Halide::JITUserContext*, void* p) { host::jit_kernel_free(p); };
 }
 
 const std::vector<std::string>& autoschedulers() {

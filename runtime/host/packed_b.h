@@ -58,8 +58,9 @@ int64_t packed_panels(int64_t n, const PanelLayout& l);
 Shape packed_shape(int64_t k, int64_t n, const PanelLayout& l);
 
 // B (K, N), a dense row-major tensor, in the packed form of `l` (B itself when l packs nothing):
-// a tensor of B's dtype and shape {d1, d0}.
-Tensor pack_b_panels(const Tensor& b, const PanelLayout& l);
+// a tensor of B's dtype and shape {d1, d0}, in `storage` (its contents unspecified; its capacity
+// reused when it holds the packing).
+Tensor pack_b_panels(const Tensor& b, const PanelLayout& l, Bytes storage = {});
 
 // Column sums of an 8-bit integer B (K, N): sum over k of B[k][j], mod 2^32 (uint32, N).
 Tensor column_sums_mod32(const Tensor& b);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "HalideRuntime.h"
+#include "runtime/host/kernel_memory.h"
 #include "runtime/host/thread_pool.h"
 #include "runtime/src/dispatch.h"
 
@@ -49,12 +50,14 @@ void on_halide_error(void* user_context, const char* message) {
   if (r.previous) r.previous(user_context, message);
 }
 
-// Halide's error handler, and its parallel loops on mmtune's pool (runtime/host/thread_pool.h).
+// Halide's error handler, its parallel loops on mmtune's pool (runtime/host/thread_pool.h) and its
+// allocations on the kept blocks (runtime/host/kernel_memory.h).
 void install_handlers() {
   static std::once_flag once;
   std::call_once(once, [] {
     routing().previous = halide_set_error_handler(on_halide_error);
     halide_set_custom_do_par_for(host::pool_do_par_for);
+    host::install_kernel_memory(halide_set_custom_malloc, halide_set_custom_free);
   });
 }
 

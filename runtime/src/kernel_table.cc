@@ -68,8 +68,9 @@ std::vector<IdentityGroup> group_by_identity(const KernelTable& table) {
     for (IdentityGroup& g : groups) {
       if (g.op == e.op && g.identity == identity) group = &g;
     }
-    if (!group) group = &groups.emplace_back(IdentityGroup{e.op, std::move(identity), {}});
+    if (!group) group = &groups.emplace_back(IdentityGroup{e.op, std::move(identity), {}, {}});
     group->entries.push_back(&e);
+    group->schedules.push_back(parse_params(e.schedule));
   }
   return groups;
 }

@@ -82,6 +82,9 @@ struct IdentityGroup {
   std::string op;
   std::map<std::string, std::string> identity;
   std::vector<const KernelEntry*> entries;
+  // entries[i]'s schedule parameters, parsed once (a PackedB's layouts are read from them on
+  // every packing, a plain call's that packs B for itself included).
+  std::vector<std::map<std::string, std::string>> schedules;
 };
 std::vector<IdentityGroup> group_by_identity(const KernelTable& table);
 const IdentityGroup* find_group(const std::vector<IdentityGroup>& groups, const std::string& op,

@@ -5,6 +5,7 @@
 
 #include "reference/error.h"
 #include "runtime/host/buffer_view.h"
+#include "runtime/host/kernel_memory.h"
 #include "runtime/src/calls.h"
 #include "runtime/src/dispatch.h"
 
@@ -57,14 +58,20 @@ void PackedB::Impl::set_source(const Tensor& b, std::string packing_key) {
   what = std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) + " " + key;
 }
 
+PackedB::Impl::~Impl() {
+  if (!one_call) return;
+  for (Packing& p : packings) host::return_scratch(std::move(p.panels.bytes));
+}
+
 std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity identity,
                                                 const Tensor& b, bool dot8, bool with_column_sums,
-                                                const PrepackOptions& options) {
+                                                const PrepackOptions& options, bool one_call) {
   for (const int64_t m : options.rows) {
     if (m < 1)
       invalid(op, "PrepackOptions::rows holds ", m, "; the rows of a call's A are 1 or more");
   }
   auto impl = std::make_shared<PackedB::Impl>();
+  impl->one_call = one_call;
   identity.params["prepacked_b"] = "true";
   impl->op = identity.op;
   impl->identity = identity;
@@ -84,9 +91,9 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity i
     const IdentityGroup* g = find_group(level.groups, identity.op, identity.params);
     if (!g || level.cannot_run) continue;
     impl->target = level.table->target;
-    for (const KernelEntry* e : g->entries) {
-      const PanelLayout l =
-          panel_layout(impl->target, parse_params(e->schedule), bits, exact, dot8);
+    for (std::size_t ei = 0; ei < g->entries.size(); ++ei) {
+      const KernelEntry* e = g->entries[ei];
+      const PanelLayout l = panel_layout(impl->target, g->schedules[ei], bits, exact, dot8);
       std::size_t index = impl->packings.size();
       for (std::size_t p = 0; p < impl->packings.size(); ++p) {
         if (impl->packings[p].layout == l) index = p;
@@ -104,7 +111,8 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity i
     }
     for (std::size_t p = 0; p < impl->packings.size(); ++p) {
       if (!now[p]) continue;
-      impl->packings[p].panels = pack_b_panels(b, impl->packings[p].layout);
+      impl->packings[p].panels =
+          pack_b_panels(b, impl->packings[p].layout, one_call ? host::take_scratch() : Bytes());
     }
     return impl;
   }

@@ -40,6 +40,12 @@ struct PackedB::Impl {
   std::vector<std::pair<const KernelEntry*, std::size_t>> kernels;  // kernel -> its packing
   Tensor column_sums;    // 8-bit integer B: column_sums_mod32
   std::string why_none;  // why no kernel has panels here (packings empty)
+  // Packed for one plain call (pack_b_per_call): its panels are packed into this thread's scratch
+  // and given back to it when the Impl goes (runtime/host/kernel_memory.h), so that the thread's
+  // next such call packs into the same memory.
+  bool one_call = false;
+  Impl() = default;
+  ~Impl();
   // The plain calls made with it, prepared (runtime/src/prepared.cc): a later call of the same
   // signature (shapes, types, attributes, quantization parameters, level) runs the prepared
   // kernel call without validating, dispatching or widening again. At most kMemoEntries, the
@@ -61,9 +67,11 @@ struct PackedB::Impl {
 // level calls may use that runs here and has it: every kernel's layout, or with options.rows only
 // the layouts of the kernels calls with those rows select (the others packed by the first call that
 // needs them). Refuses a row count below 1 (InvalidArgument, naming `op`).
+// `one_call`: for one plain call (PackedB::Impl::one_call).
 std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity identity,
                                                 const Tensor& b, bool dot8, bool with_column_sums,
-                                                const PrepackOptions& options);
+                                                const PrepackOptions& options,
+                                                bool one_call = false);
 
 // Whether a plain call of `plain` (an 8-bit integer product's identity) of m x n x k packs B for
 // itself first and runs the prepacked twin: where the best level this CPU runs has prepacked
@@ -75,6 +83,10 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity i
 constexpr int64_t kPackPerCallRows = 32;
 constexpr int64_t kPackPerCallProducts = int64_t{1} << 23;
 bool pack_b_per_call(const KernelIdentity& plain, int64_t m, int64_t n, int64_t k);
+// prepack_b, for one plain call when `one_call` (PackedB::Impl::one_call).
+PackedB pack_qlinear_matmul_b(const QLinearMatMulArgs& args, const PrepackOptions& options,
+                              bool one_call);
+PackedB pack_qgemm_b(const QGemmArgs& args, const PrepackOptions& options, bool one_call);
 // What such a call adds to its DispatchInfo's reason.
 constexpr const char* kPackedForCallNote = " for this call (plain kernels only at a level below)";
 

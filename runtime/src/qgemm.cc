@@ -75,7 +75,7 @@ Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) {
     const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
     if (pack_b_per_call(qgemm_identity(canonical(args, one)), plan.m, plan.n, plan.k)) {
       // B packed for this call alone: the level's kernels read panels (pack_b_per_call).
-      const PackedB packed = prepack_b(args, PrepackOptions{{plan.m}});
+      const PackedB packed = pack_qgemm_b(args, PrepackOptions{{plan.m}}, true);
       Tensor y = run_qgemm(args, plan, packed.impl(), info);
       if (info) info->reason += kPackedForCallNote;
       return y;
@@ -92,6 +92,10 @@ Tensor qgemm(const QGemmArgs& args, const PackedB& packed_b, DispatchInfo* info)
 }
 
 PackedB prepack_b(const QGemmArgs& args, const PrepackOptions& options) {
+  return pack_qgemm_b(args, options, /*one_call=*/false);
+}
+
+PackedB pack_qgemm_b(const QGemmArgs& args, const PrepackOptions& options, bool one_call) {
   constexpr const char* kOp = "QGemm";
   const Tensor& b = require_present(kOp, "B", args.b);
   require_rank(kOp, "B", b, 2);
@@ -103,7 +107,7 @@ PackedB prepack_b(const QGemmArgs& args, const PrepackOptions& options) {
   const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
   const Tensor b_kn = args.trans_b ? transposed(b) : Tensor();
   auto impl = pack_for_kernels(kOp, qgemm_identity(canonical(args, one)), args.trans_b ? b_kn : b,
-                               /*dot8=*/true, /*with_column_sums=*/true, options);
+                               /*dot8=*/true, /*with_column_sums=*/true, options, one_call);
   impl->trans_b = args.trans_b;
   impl->set_source(b, qgemm_packing_key(args));
   return PackedB(std::move(impl));

@@ -68,7 +68,7 @@ Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {
       !qlinear_matmul_no_kernel(plan) &&
       pack_b_per_call(qlinear_matmul_identity(args), plan.shape.m, plan.shape.n, plan.shape.k)) {
     // b packed for this call alone: the level's kernels read panels (pack_b_per_call).
-    const PackedB packed = prepack_b(args, PrepackOptions{{plan.shape.m}});
+    const PackedB packed = pack_qlinear_matmul_b(args, PrepackOptions{{plan.shape.m}}, true);
     Tensor y = run_qlinear_matmul(args, plan, packed.impl(), info);
     if (info) info->reason += kPackedForCallNote;
     return y;
@@ -84,6 +84,11 @@ Tensor qlinear_matmul(const QLinearMatMulArgs& args, const PackedB& packed_b, Di
 }
 
 PackedB prepack_b(const QLinearMatMulArgs& args, const PrepackOptions& options) {
+  return pack_qlinear_matmul_b(args, options, /*one_call=*/false);
+}
+
+PackedB pack_qlinear_matmul_b(const QLinearMatMulArgs& args, const PrepackOptions& options,
+                              bool one_call) {
   constexpr const char* kOp = "QLinearMatMul";
   const Tensor& b = require_present(kOp, "b", args.b);
   require_rank(kOp, "b", b, 2);
@@ -100,7 +105,7 @@ PackedB prepack_b(const QLinearMatMulArgs& args, const PrepackOptions& options) 
                 {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
   const bool float8 = is_float8(b.dtype);
   auto impl = pack_for_kernels(kOp, qlinear_matmul_identity(args), b, /*dot8=*/!float8,
-                               /*with_column_sums=*/!float8, options);
+                               /*with_column_sums=*/!float8, options, one_call);
   impl->set_source(b, qlinear_matmul_packing_key(args));
   return PackedB(std::move(impl));
 }

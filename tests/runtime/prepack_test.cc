@@ -143,6 +143,11 @@ TEST(PackedB, PanelsFollowTheDocumentedFormOverRandomLayouts) {
     const int64_t n = 1 + static_cast<int64_t>(rng() % (k > 1000 ? 9 : 200));
     const Tensor b = testing::random_tensor(t, {k, n}, rng, -100, 100);
     const Tensor p = pack_b_panels(b, l);
+    // The same packing into reused storage full of other bytes (a per-call packing's scratch):
+    // the K padding is written, not assumed zero.
+    Bytes used(p.bytes.size() + 64, 0xAB);
+    used.clear();
+    ASSERT_EQ(pack_b_panels(b, l, std::move(used)).bytes, p.bytes) << l.to_string();
     const int64_t g = l.k_group, groups = g > 1 ? packed_groups(k, l) : k;
     const int64_t panels = packed_panels(n, l);
     ASSERT_EQ(p.shape, (Shape{groups * panels, g * l.panel})) << l.to_string();

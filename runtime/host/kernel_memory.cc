@@ -1,0 +1,174 @@
+// The kernels' memory: large blocks kept per thread between calls (kernel_memory.h).
+#include "runtime/host/kernel_memory.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <new>
+
+namespace mmtune::host {
+namespace {
+
+// A block: the previous handler's allocation of kHeader + capacity bytes, handed out kHeader
+// bytes in (which keeps the previous handler's alignment: Halide's default aligns to 64 bytes on
+// x86, 32 on ARM), the 8 bytes before it holding kMagic in the top 16 bits and the capacity below.
+// A pointer of the default handler holds there the address malloc returned, whose top 16 bits
+// are 0 in user space: never kMagic.
+constexpr std::size_t kHeader = 128;
+constexpr uint64_t kMagic = uint64_t{0xA11C} << 48;
+constexpr uint64_t kSizeMask = (uint64_t{1} << 48) - 1;
+
+halide_malloc_t previous_malloc = nullptr;
+halide_free_t previous_free = nullptr;
+
+struct Kept {
+  void* base = nullptr;
+  std::size_t capacity = 0;
+  halide_free_t free = nullptr;  // the handler it goes back to
+};
+
+// This thread's kept blocks; freed (to the previous handler) when the thread exits.
+struct ThreadBlocks {
+  std::array<Kept, kCachedBlocks> blocks{};
+  std::size_t bytes = 0;
+  ~ThreadBlocks() {
+    for (Kept& k : blocks) {
+      if (k.base) k.free(nullptr, k.base);
+    }
+  }
+};
+
+ThreadBlocks& thread_blocks() {
+  thread_local ThreadBlocks t;
+  return t;
+}
+
+Bytes& thread_local_spare() {
+  thread_local Bytes spare;
+  return spare;
+}
+
+uint64_t& word_before(void* ptr) {
+  return *reinterpret_cast<uint64_t*>(static_cast<char*>(ptr) - 8);
+}
+
+// Capacities rounded up to 64 KiB at and above the kept size (so that calls of nearby sizes share
+// blocks), to a multiple of 128 bytes below (Halide wants whole vectors).
+std::size_t capacity_for(std::size_t size) {
+  const std::size_t step = size >= kCachedBlockBytes ? kCachedBlockBytes : 128;
+  return (size + step - 1) / step * step;
+}
+
+}  // namespace
+
+namespace {
+
+void* cached_malloc(void* user_context, std::size_t size, halide_malloc_t base_malloc,
+                    halide_free_t base_free) {
+  const std::size_t capacity = capacity_for(std::max<std::size_t>(size, 1));
+  if (capacity >= kCachedBlockBytes) {
+    ThreadBlocks& t = thread_blocks();
+    Kept* best = nullptr;
+    for (Kept& k : t.blocks) {
+      if (k.base && k.free == base_free && k.capacity >= capacity && k.capacity / 2 <= capacity &&
+          (!best || k.capacity < best->capacity))
+        best = &k;
+    }
+    if (best) {
+      void* ptr = static_cast<char*>(best->base) + kHeader;
+      t.bytes -= best->capacity;
+      *best = Kept{};
+      return ptr;
+    }
+  }
+  void* base = base_malloc(user_context, kHeader + capacity);
+  if (!base) return nullptr;
+  void* ptr = static_cast<char*>(base) + kHeader;
+  word_before(ptr) = kMagic | capacity;
+  return ptr;
+}
+
+void cached_free(void* user_context, void* ptr, halide_free_t base_free) {
+  if (!ptr) return;
+  const uint64_t word = word_before(ptr);
+  if ((word & ~kSizeMask) != kMagic) {
+    base_free(user_context, ptr);  // allocated before these handlers were installed
+    return;
+  }
+  void* base = static_cast<char*>(ptr) - kHeader;
+  const std::size_t capacity = static_cast<std::size_t>(word & kSizeMask);
+  if (capacity >= kCachedBlockBytes) {
+    ThreadBlocks& t = thread_blocks();
+    // Kept in a free slot, or in place of a smaller kept block, within the thread's byte budget.
+    Kept* slot = nullptr;
+    for (Kept& k : t.blocks) {
+      if (!k.base) {
+        slot = &k;
+        break;
+      }
+      if (k.capacity < capacity && (!slot || k.capacity < slot->capacity)) slot = &k;
+    }
+    if (slot && t.bytes - slot->capacity + capacity <= kCachedBytes) {
+      if (slot->base) slot->free(user_context, slot->base);
+      t.bytes = t.bytes - slot->capacity + capacity;
+      *slot = Kept{base, capacity, base_free};
+      return;
+    }
+  }
+  base_free(user_context, base);
+}
+
+// The JIT's base allocation: aligned as Halide's default x86 one (64 bytes; kHeader keeps it).
+void* aligned_malloc(void*, std::size_t size) {
+  return ::operator new(size, std::align_val_t(64), std::nothrow);
+}
+void aligned_free(void*, void* ptr) { ::operator delete(ptr, std::align_val_t(64)); }
+
+}  // namespace
+
+void* kernel_malloc(void* user_context, std::size_t size) {
+  return cached_malloc(user_context, size, previous_malloc, previous_free);
+}
+
+void kernel_free(void* user_context, void* ptr) { cached_free(user_context, ptr, previous_free); }
+
+void* jit_kernel_malloc(std::size_t size) {
+  return cached_malloc(nullptr, size, aligned_malloc, aligned_free);
+}
+
+void jit_kernel_free(void* ptr) { cached_free(nullptr, ptr, aligned_free); }
+
+void install_kernel_memory(halide_malloc_t (*set_malloc)(halide_malloc_t),
+                           halide_free_t (*set_free)(halide_free_t)) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    previous_malloc = set_malloc(kernel_malloc);
+    previous_free = set_free(kernel_free);
+  });
+}
+
+Bytes take_scratch() {
+  Bytes& spare = thread_local_spare();
+  Bytes b = std::move(spare);
+  spare = Bytes();
+  b.clear();
+  return b;
+}
+
+void return_scratch(Bytes&& bytes) {
+  Bytes& spare = thread_local_spare();
+  if (bytes.capacity() > kCachedBytes || bytes.capacity() <= spare.capacity()) return;
+  spare = std::move(bytes);
+}
+
+std::size_t kept_blocks() {
+  const ThreadBlocks& t = thread_blocks();
+  return static_cast<std::size_t>(
+      std::count_if(t.blocks.begin(), t.blocks.end(), [](const Kept& k) { return k.base; }));
+}
+
+std::size_t kept_bytes() { return thread_blocks().bytes; }
+
+}  // namespace mmtune::host
