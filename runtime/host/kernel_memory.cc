@@ -45,9 +45,10 @@ ThreadBlocks& thread_blocks() {
   return t;
 }
 
-Bytes& thread_local_spare() {
-  thread_local Bytes spare;
-  return spare;
+// This thread's scratch buffers, largest first (empty ones at the end).
+std::array<Bytes, kScratchBuffers>& thread_scratch() {
+  thread_local std::array<Bytes, kScratchBuffers> scratch;
+  return scratch;
 }
 
 uint64_t& word_before(void* ptr) {
@@ -149,18 +150,41 @@ void install_kernel_memory(halide_malloc_t (*set_malloc)(halide_malloc_t),
   });
 }
 
-Bytes take_scratch() {
-  Bytes& spare = thread_local_spare();
-  Bytes b = std::move(spare);
-  spare = Bytes();
+Bytes take_scratch(std::size_t size) {
+  std::array<Bytes, kScratchBuffers>& kept = thread_scratch();
+  // The smallest that holds `size`, else the largest (index 0).
+  std::size_t pick = 0;
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    if (kept[i].capacity() >= size && kept[i].capacity() > 0) pick = i;
+  }
+  Bytes b = std::move(kept[pick]);
+  kept[pick] = Bytes();
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const Bytes& x, const Bytes& y) { return x.capacity() > y.capacity(); });
   b.clear();
   return b;
 }
 
 void return_scratch(Bytes&& bytes) {
-  Bytes& spare = thread_local_spare();
-  if (bytes.capacity() > kCachedBytes || bytes.capacity() <= spare.capacity()) return;
-  spare = std::move(bytes);
+  if (bytes.capacity() == 0 || bytes.capacity() > kCachedBytes) return;
+  std::array<Bytes, kScratchBuffers>& kept = thread_scratch();
+  // In place of the smallest kept (or an empty slot) when larger.
+  Bytes& smallest = kept.back();
+  if (bytes.capacity() <= smallest.capacity()) return;
+  smallest = std::move(bytes);
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const Bytes& x, const Bytes& y) { return x.capacity() > y.capacity(); });
+}
+
+const Tensor& ScratchTensor::transpose_of(const void* data, DType t, int64_t rows, int64_t cols) {
+  return_scratch(std::move(tensor_.bytes));
+  const std::size_t bytes = static_cast<std::size_t>(rows * cols) * dtype_size(t);
+  tensor_.dtype = t;
+  tensor_.shape = {cols, rows};
+  tensor_.bytes = take_scratch(bytes);
+  tensor_.bytes.resize(bytes);  // default-initialized: every element is written below
+  transpose_bytes(data, tensor_.bytes.data(), rows, cols, dtype_size(t));
+  return tensor_;
 }
 
 std::size_t kept_blocks() {

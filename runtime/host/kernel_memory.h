@@ -39,11 +39,31 @@ void install_kernel_memory(halide_malloc_t (*set_malloc)(halide_malloc_t),
 void* jit_kernel_malloc(std::size_t size);
 void jit_kernel_free(void* ptr);
 
-// This thread's scratch: empty Bytes holding the capacity given back last (a vector's storage
-// moves, nothing is copied); give it back with return_scratch when done, so that the thread's next
-// call reuses it. Storage over kCachedBytes is not kept.
-Bytes take_scratch();
+// This thread's scratch: empty Bytes holding the smallest capacity kept that holds `size` bytes,
+// else the largest kept (a vector's storage moves, nothing is copied); give it back with
+// return_scratch when done, so that the thread's next call reuses it. A thread keeps its
+// kScratchBuffers largest, each at most kCachedBytes.
+constexpr std::size_t kScratchBuffers = 2;
+Bytes take_scratch(std::size_t size = 0);
 void return_scratch(Bytes&& bytes);
+
+// A tensor on this thread's scratch, given back when it goes: a per-call operand copy.
+class ScratchTensor {
+ public:
+  ScratchTensor() = default;
+  ScratchTensor(const ScratchTensor&) = delete;
+  ScratchTensor& operator=(const ScratchTensor&) = delete;
+  ~ScratchTensor() { return_scratch(std::move(tensor_.bytes)); }
+  // The (rows, cols) matrix of `t` at `data`, transposed (cols, rows) into it.
+  const Tensor& transpose_of(const void* data, DType t, int64_t rows, int64_t cols);
+  const Tensor& transpose_of(const Tensor& x) {
+    return transpose_of(x.bytes.data(), x.dtype, x.shape.at(0), x.shape.at(1));
+  }
+  const Tensor& tensor() const { return tensor_; }
+
+ private:
+  Tensor tensor_;
+};
 
 // Kept blocks and bytes of the calling thread (tests).
 std::size_t kept_blocks();

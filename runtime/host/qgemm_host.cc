@@ -3,6 +3,7 @@
 
 #include "reference/error.h"
 #include "runtime/host/buffer_view.h"
+#include "runtime/host/kernel_memory.h"
 
 namespace mmtune {
 
@@ -28,9 +29,9 @@ Tensor run_qgemm_host(const QGemmArgs& args, const QGemmPlan& plan, const QGemmK
   if (plan.k == 0) return qgemm(args);
   Tensor y = Tensor::uninitialized(plan.out_dtype, {plan.m, plan.n});  // the kernel writes it all
   if (y.numel() == 0) return y;
-  Tensor at, bt;
-  const Tensor& a = args.trans_a ? (at = transposed(*args.a)) : *args.a;
-  const Tensor& b = args.trans_b && !packed ? (bt = transposed(*args.b)) : *args.b;
+  host::ScratchTensor at, bt;  // transposed operands, on this thread's scratch
+  const Tensor& a = args.trans_a ? at.transpose_of(*args.a) : *args.a;
+  const Tensor& b = args.trans_b && !packed ? bt.transpose_of(*args.b) : *args.b;
   const Tensor zero_c(DType::kInt32, {});
   Tensor bs(DType::kFloat32, {plan.n}), bz(DType::kInt32, {plan.n});
   widen_qgemm_b_params(args, plan, bs, bz);

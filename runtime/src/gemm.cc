@@ -9,6 +9,7 @@
 #include "mmtune/mmtune.h"
 #include "reference/validate.h"
 #include "runtime/host/buffer_view.h"
+#include "runtime/host/kernel_memory.h"
 #include "runtime/src/calls.h"
 #include "runtime/src/kernel_call.h"
 
@@ -42,15 +43,9 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
     canon.c = &zero_c;
     canon.beta = 0.0f;
   }
-  Tensor a_t, b_t;
-  if (args.trans_a) {
-    a_t = transposed(*args.a);
-    canon.a = &a_t;
-  }
-  if (args.trans_b && !chosen.panels) {
-    b_t = transposed(*args.b);
-    canon.b = &b_t;
-  }
+  host::ScratchTensor a_t, b_t;  // transposed operands, on this thread's scratch
+  if (args.trans_a) canon.a = &a_t.transpose_of(*args.a);
+  if (args.trans_b && !chosen.panels) canon.b = &b_t.transpose_of(*args.b);
   Tensor y = Tensor::uninitialized(t, {plan.m, plan.n});  // the kernel writes it all
   auto a = view(*canon.a, canon.a->shape);
   auto b = chosen.panels ? view(chosen.panels->panels, chosen.panels->panels.shape)

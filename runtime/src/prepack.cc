@@ -111,8 +111,13 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity i
     }
     for (std::size_t p = 0; p < impl->packings.size(); ++p) {
       if (!now[p]) continue;
-      impl->packings[p].panels =
-          pack_b_panels(b, impl->packings[p].layout, one_call ? host::take_scratch() : Bytes());
+      const PanelLayout& l = impl->packings[p].layout;
+      const Shape ps = packed_shape(impl->k, impl->n, l);
+      impl->packings[p].panels = pack_b_panels(
+          b, l,
+          one_call
+              ? host::take_scratch(static_cast<std::size_t>(ps[0] * ps[1]) * dtype_size(b.dtype))
+              : Bytes());
     }
     return impl;
   }

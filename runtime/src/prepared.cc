@@ -13,6 +13,7 @@
 
 #include "mmtune/mmtune.h"
 #include "runtime/host/buffer_view.h"
+#include "runtime/host/kernel_memory.h"
 #include "runtime/host/qgemm_host.h"
 #include "runtime/host/qlinear_matmul_host.h"
 #include "runtime/src/calls.h"
@@ -64,16 +65,12 @@ void require_run(const char* op, const PackedB::Impl* packed, const void* a, con
 // when prepacked, else transposed into `b_t` under transB.
 void canonical_operands(const Chosen& chosen, bool trans_a, bool trans_b, DType ta, DType tb,
                         const Shape& a_shape, const Shape& b_shape, const void*& a, const void*& b,
-                        Tensor& a_t, Tensor& b_t) {
-  if (trans_a) {
-    a_t = transposed(tensor_at(a, ta, a_shape));
-    a = a_t.bytes.data();
-  }
+                        host::ScratchTensor& a_t, host::ScratchTensor& b_t) {
+  if (trans_a) a = a_t.transpose_of(a, ta, a_shape.at(0), a_shape.at(1)).bytes.data();
   if (chosen.panels) {
     b = chosen.panels->panels.bytes.data();
   } else if (trans_b) {
-    b_t = transposed(tensor_at(b, tb, b_shape));
-    b = b_t.bytes.data();
+    b = b_t.transpose_of(b, tb, b_shape.at(0), b_shape.at(1)).bytes.data();
   }
 }
 
@@ -238,7 +235,7 @@ void run_gemm(const PreparedGemm::Impl& p, const void* a, const void* b, const v
     if (!out.bytes.empty()) std::memcpy(y, out.bytes.data(), out.bytes.size());
     return;
   }
-  Tensor a_t, b_t;
+  host::ScratchTensor a_t, b_t;
   canonical_operands(p.chosen, p.trans_a, p.trans_b, p.t, p.t, a_shape, b_shape, a, b, a_t, b_t);
   halide_buffer_t ab = p.a.at(a), bb = p.b.at(b),
                   cb = p.c.at(p.reads_c ? c : p.zero_c.bytes.data()), yb = p.y.at(y);
@@ -554,7 +551,7 @@ void run_qgemm(const PreparedQGemm::Impl& p, const void* a, const void* b, const
     if (!out.bytes.empty()) std::memcpy(y, out.bytes.data(), out.bytes.size());
     return;
   }
-  Tensor a_t, b_t;
+  host::ScratchTensor a_t, b_t;
   canonical_operands(p.chosen, p.args.trans_a, p.args.trans_b, p.a_type, p.b_type, a_shape, b_shape,
                      a, b, a_t, b_t);
   const Tensor& sums = p.chosen.panels ? p.packed_impl->column_sums : p.no_sums;

@@ -6,6 +6,7 @@
 // panels and column sums, computed once.
 #include "mmtune/mmtune.h"
 #include "reference/validate.h"
+#include "runtime/host/kernel_memory.h"
 #include "runtime/host/qgemm_host.h"
 #include "runtime/src/calls.h"
 #include "runtime/src/kernel_call.h"
@@ -105,8 +106,13 @@ PackedB pack_qgemm_b(const QGemmArgs& args, const PrepackOptions& options, bool 
   if (args.y_zero_point)
     require_dtype(kOp, "y_zero_point", *args.y_zero_point, {DType::kInt8, DType::kUInt8});
   const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
-  const Tensor b_kn = args.trans_b ? transposed(b) : Tensor();
-  auto impl = pack_for_kernels(kOp, qgemm_identity(canonical(args, one)), args.trans_b ? b_kn : b,
+  // B (K, N): transposed under transB, on this thread's scratch for one call.
+  host::ScratchTensor scratch_kn;
+  Tensor fresh_kn;
+  const Tensor& b_kn = !args.trans_b ? b
+                       : one_call    ? scratch_kn.transpose_of(b)
+                                     : (fresh_kn = transposed(b));
+  auto impl = pack_for_kernels(kOp, qgemm_identity(canonical(args, one)), b_kn,
                                /*dot8=*/true, /*with_column_sums=*/true, options, one_call);
   impl->trans_b = args.trans_b;
   impl->set_source(b, qgemm_packing_key(args));

@@ -4,6 +4,7 @@
 // zero int32 (N) (the wrapping sum plus 0 is the sum), and a (K, N) weight (transpose_weight =
 // false) is copied transposed (bytes move, nothing is rounded).
 #include "mmtune/mmtune.h"
+#include "runtime/host/kernel_memory.h"
 #include "runtime/host/quant_matmul_dequant_host.h"
 #include "runtime/src/kernel_call.h"
 
@@ -31,11 +32,8 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
       choose_kernel(quant_matmul_dequant_identity(canon), plan.m, plan.n, plan.k, buffers, info);
   if (!kernel) return mmtune::quant_matmul_dequant(args);
 
-  Tensor weight_t;
-  if (!args.transpose_weight) {
-    weight_t = transposed(*args.weight);
-    canon.weight = &weight_t;
-  }
+  host::ScratchTensor weight_t;  // on this thread's scratch
+  if (!args.transpose_weight) canon.weight = &weight_t.transpose_of(*args.weight);
   KernelCall call(*kernel);
   const auto fn = reinterpret_cast<QuantMatmulDequantKernelFn>(kernel->fn);
   return run_quant_matmul_dequant_host(

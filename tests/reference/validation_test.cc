@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -397,6 +398,36 @@ TEST(TensorStorage, AlignedToCacheLinesAndSized) {
     EXPECT_EQ(u.bytes.size(), static_cast<std::size_t>(n) * 4);
   }
   EXPECT_THROW(Tensor::uninitialized(DType::kUInt8, {-1}), InvalidArgument);
+}
+
+// transposed (the runtime's per-call transposes of A and B, the reference's transA / transB):
+// element (j, i) of the result is element (i, j) of x, bytes unchanged, for every element size and
+// shapes on both sides of its blocks (16 rows, 8 columns; 4 x 4 register transposes for 4 bytes).
+TEST(TensorStorage, TransposedMovesEveryElement) {
+  int64_t compared = 0;
+  for (DType t : {DType::kUInt8, DType::kFloat16, DType::kFloat32, DType::kFloat64}) {
+    const std::size_t es = dtype_size(t);
+    for (int64_t rows : {1, 3, 8, 15, 16, 17, 33, 64, 100}) {
+      for (int64_t cols : {1, 4, 7, 8, 9, 16, 31, 64, 129}) {
+        Tensor x = Tensor::uninitialized(t, {rows, cols});
+        for (std::size_t b = 0; b < x.bytes.size(); ++b)
+          x.bytes[b] = static_cast<uint8_t>((b * 131 + b / 7) & 0xFF);
+        const Tensor y = transposed(x);
+        ASSERT_EQ(y.dtype, t);
+        ASSERT_EQ(y.shape, (Shape{cols, rows}));
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t j = 0; j < cols; ++j) {
+            ASSERT_EQ(std::memcmp(y.bytes.data() + (j * rows + i) * es,
+                                  x.bytes.data() + (i * cols + j) * es, es),
+                      0)
+                << dtype_name(t) << " " << rows << "x" << cols << " at " << i << "," << j;
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 100000);
 }
 
 }  // namespace

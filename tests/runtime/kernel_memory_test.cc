@@ -96,20 +96,51 @@ TEST(KernelMemory, BlocksOfThePreviousHandlerGoBackToIt) {
 
 TEST(KernelMemory, TheScratchIsReusedByTheThreadsNextCall) {
   on_own_thread([] {
-    Bytes first = take_scratch();
+    Bytes first = take_scratch(500000);
     EXPECT_EQ(first.capacity(), 0u);
     first.resize(500000);
-    const uint8_t* storage = first.data();
+    const uint8_t* large = first.data();
     return_scratch(std::move(first));
-    Bytes again = take_scratch();
-    EXPECT_EQ(again.data(), storage);
+    Bytes again = take_scratch(400000);
+    EXPECT_EQ(again.data(), large);
     EXPECT_TRUE(again.empty());
     EXPECT_GE(again.capacity(), 500000u);
-    // A smaller one given back while a larger one is kept is dropped.
     return_scratch(std::move(again));
-    Bytes smaller(1000);
-    return_scratch(std::move(smaller));
-    EXPECT_EQ(take_scratch().data(), storage);
+    // Two kept: a request takes the smallest that holds it, else the largest.
+    Bytes small(1000);
+    const uint8_t* small_storage = small.data();
+    return_scratch(std::move(small));
+    Bytes s1 = take_scratch(800);
+    EXPECT_EQ(s1.data(), small_storage);
+    return_scratch(std::move(s1));
+    Bytes s2 = take_scratch(2000);
+    EXPECT_EQ(s2.data(), large);
+    return_scratch(std::move(s2));
+    Bytes s3 = take_scratch(900000);  // none holds it: the largest, to grow
+    EXPECT_EQ(s3.data(), large);
+    return_scratch(std::move(s3));
+    // A third, smaller than both kept, is dropped.
+    Bytes tiny(100);
+    return_scratch(std::move(tiny));
+    EXPECT_EQ(take_scratch(0).data(), small_storage);
+    EXPECT_EQ(take_scratch(0).data(), large);
+    EXPECT_EQ(take_scratch(0).capacity(), 0u);
+  });
+}
+
+TEST(KernelMemory, AScratchTensorHoldsATransposeAndGivesItsBytesBack) {
+  on_own_thread([] {
+    Tensor x(DType::kFloat32, {37, 21});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i) - 100.5f;
+    const uint8_t* storage = nullptr;
+    {
+      ScratchTensor t;
+      const Tensor& xt = t.transpose_of(x);
+      EXPECT_EQ(xt.bytes, transposed(x).bytes);
+      EXPECT_EQ(xt.shape, (Shape{21, 37}));
+      storage = xt.bytes.data();
+    }
+    EXPECT_EQ(take_scratch(37 * 21 * 4).data(), storage);
   });
 }
 
