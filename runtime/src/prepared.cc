@@ -1,8 +1,9 @@
 // Prepared calls (mmtune.h: Gemm, QLinearMatMul, QGemm): validation, the kernel's choice, the
 // buffers' description and the quantization parameters' widening done once; run() fills in the host
 // pointers of copies of the described buffers and calls the kernel. Nothing on run()'s path
-// allocates, formats or parses (but a transposed operand without a PackedB, materialized per run,
-// and the reference fallback).
+// allocates, formats or parses (but the reference fallback; a transposed operand without a PackedB
+// is copied transposed on each run, into the thread's scratch: allocated by the thread's first
+// such run, or when it grows).
 //
 // The plain calls with a PackedB go through the same preparation: each PackedB remembers the
 // calls made with it (PackedB::Impl::memo), so that a call whose signature (shapes, types,

@@ -132,7 +132,8 @@ Tensor qgemm(const QGemmArgs& args, const PackedB& packed_b, DispatchInfo* info 
 // run() takes dense row-major arrays of the prepared shapes and types and is bit for bit what the
 // plain call computes; it may run concurrently on distinct outputs. Where no kernel may run
 // (info() says why) run() computes with the reference, still exactly. A transposed operand without
-// a PackedB is materialized on each run (info() says so).
+// a PackedB is copied transposed on each run (info() says so), into memory the calling thread
+// keeps for its next run.
 class PreparedGemm {
  public:
   PreparedGemm() = default;
