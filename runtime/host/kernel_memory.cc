@@ -29,11 +29,16 @@ struct Kept {
   halide_free_t free = nullptr;  // the handler it goes back to
 };
 
+// Set when this thread's kept blocks are freed at its exit: a block freed or asked for after that
+// (by another thread_local's or a static's destructor) bypasses them.
+thread_local bool thread_blocks_gone = false;
+
 // This thread's kept blocks; freed (to the previous handler) when the thread exits.
 struct ThreadBlocks {
   std::array<Kept, kCachedBlocks> blocks{};
   std::size_t bytes = 0;
   ~ThreadBlocks() {
+    thread_blocks_gone = true;
     for (Kept& k : blocks) {
       if (k.base) k.free(nullptr, k.base);
     }
@@ -45,10 +50,17 @@ ThreadBlocks& thread_blocks() {
   return t;
 }
 
-// This thread's scratch buffers, largest first (empty ones at the end).
+// This thread's scratch buffers, largest first (empty ones at the end); past the thread's
+// exit (scratch_gone), nothing is kept or handed out.
+thread_local bool scratch_gone = false;
+struct ThreadScratch {
+  std::array<Bytes, kScratchBuffers> buffers;
+  ~ThreadScratch() { scratch_gone = true; }
+};
+
 std::array<Bytes, kScratchBuffers>& thread_scratch() {
-  thread_local std::array<Bytes, kScratchBuffers> scratch;
-  return scratch;
+  thread_local ThreadScratch scratch;
+  return scratch.buffers;
 }
 
 uint64_t& word_before(void* ptr) {
@@ -69,7 +81,7 @@ namespace {
 void* cached_malloc(void* user_context, std::size_t size, halide_malloc_t base_malloc,
                     halide_free_t base_free) {
   const std::size_t capacity = capacity_for(std::max<std::size_t>(size, 1));
-  if (capacity >= kCachedBlockBytes) {
+  if (capacity >= kCachedBlockBytes && !thread_blocks_gone) {
     ThreadBlocks& t = thread_blocks();
     Kept* best = nullptr;
     for (Kept& k : t.blocks) {
@@ -100,7 +112,7 @@ void cached_free(void* user_context, void* ptr, halide_free_t base_free) {
   }
   void* base = static_cast<char*>(ptr) - kHeader;
   const std::size_t capacity = static_cast<std::size_t>(word & kSizeMask);
-  if (capacity >= kCachedBlockBytes) {
+  if (capacity >= kCachedBlockBytes && !thread_blocks_gone) {
     ThreadBlocks& t = thread_blocks();
     // Kept in a free slot, or in place of a smaller kept block, within the thread's byte budget.
     Kept* slot = nullptr;
@@ -151,6 +163,7 @@ void install_kernel_memory(halide_malloc_t (*set_malloc)(halide_malloc_t),
 }
 
 Bytes take_scratch(std::size_t size) {
+  if (scratch_gone) return Bytes();
   std::array<Bytes, kScratchBuffers>& kept = thread_scratch();
   // The smallest that holds `size`, else the largest (index 0).
   std::size_t pick = 0;
@@ -166,7 +179,7 @@ Bytes take_scratch(std::size_t size) {
 }
 
 void return_scratch(Bytes&& bytes) {
-  if (bytes.capacity() == 0 || bytes.capacity() > kCachedBytes) return;
+  if (bytes.capacity() == 0 || bytes.capacity() > kCachedBytes || scratch_gone) return;
   std::array<Bytes, kScratchBuffers>& kept = thread_scratch();
   // In place of the smallest kept (or an empty slot) when larger.
   Bytes& smallest = kept.back();
