@@ -74,10 +74,6 @@ std::size_t capacity_for(std::size_t size) {
   return (size + step - 1) / step * step;
 }
 
-}  // namespace
-
-namespace {
-
 void* cached_malloc(void* user_context, std::size_t size, halide_malloc_t base_malloc,
                     halide_free_t base_free) {
   const std::size_t capacity = capacity_for(std::max<std::size_t>(size, 1));
