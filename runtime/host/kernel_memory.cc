@@ -135,13 +135,13 @@ void* aligned_malloc(void*, std::size_t size) {
 }
 void aligned_free(void*, void* ptr) { ::operator delete(ptr, std::align_val_t(64)); }
 
-}  // namespace
-
 void* kernel_malloc(void* user_context, std::size_t size) {
   return cached_malloc(user_context, size, previous_malloc, previous_free);
 }
 
 void kernel_free(void* user_context, void* ptr) { cached_free(user_context, ptr, previous_free); }
+
+}  // namespace
 
 void* jit_kernel_malloc(std::size_t size) {
   return cached_malloc(nullptr, size, aligned_malloc, aligned_free);
