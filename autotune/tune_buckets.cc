@@ -12,7 +12,13 @@ struct Range {
 };
 
 constexpr Range kMClasses[] = {{1, 1}, {2, 8}, {9, 64}, {65, -1}};
-constexpr Range kNKClasses[] = {{1, 512}, {513, 4096}, {4097, -1}};
+constexpr Range kNClasses[] = {{1, 512}, {513, 4096}, {4097, -1}};
+// K splits at 1024 as well: up to there a strip's B panel (K x a strip of 256 float32 columns,
+// 1 MiB) stays in a 2 MiB L2 without K blocks, which beyond it the kernels need; one bucket over
+// 513-4096 made one kernel serve both (docs/performance.md: K-blocked 6x64 tiles ran 1024^3 at
+// 153-159 GFLOP/s where the same tiles without K blocks ran 169-179, and 128x4096x4096 at 144
+// where those ran 67).
+constexpr Range kKClasses[] = {{1, 512}, {513, 1024}, {1025, 4096}, {4097, -1}};
 
 template <std::size_t N>
 Range class_of(const Range (&classes)[N], int64_t v) {
@@ -59,8 +65,7 @@ nlohmann::json Bucket::bounds_json() const {
 }
 
 Bucket bucket_of(int64_t m, int64_t n, int64_t k) {
-  const Range rm = class_of(kMClasses, m), rn = class_of(kNKClasses, n),
-              rk = class_of(kNKClasses, k);
+  const Range rm = class_of(kMClasses, m), rn = class_of(kNClasses, n), rk = class_of(kKClasses, k);
   Bucket b;
   b.m_min = rm.lo;
   b.m_max = rm.hi;

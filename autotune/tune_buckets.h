@@ -1,8 +1,8 @@
 // Shape buckets: the tuner searches one kernel per (identity, bucket), and the runtime dispatches a
 // call to the kernel whose bucket contains its (M, N, K), else the nearest one
 // (runtime/src/kernel_table.h). Buckets are size classes of M (1, 2-8, 9-64, 65+: GEMV, small
-// batches, tiles, large), N and K (up to 512, 513-4096, 4097+); only the classes a shape list
-// touches become buckets.
+// batches, tiles, large), N (up to 512, 513-4096, 4097+) and K (up to 512, 513-1024, 1025-4096,
+// 4097+); only the classes a shape list touches become buckets.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 namespace mmtune::tune {
 
 struct Bucket {
-  std::string name;  // "m9-64.n513-4096.k513-4096"
+  std::string name;  // "m9-64.n513-4096.k1025-4096"
   // Bounds per dimension; max -1: unbounded.
   int64_t m_min = 1, m_max = -1, n_min = 1, n_max = -1, k_min = 1, k_max = -1;
   std::vector<NamedShape> shapes;  // the listed shapes it holds

@@ -483,9 +483,12 @@ TEST(TuningDbFinalists, RankedByTheGeometricMeanOverTheBucketsShapes) {
 }
 
 TEST(TuneBuckets, ClassesOfMNAndK) {
-  EXPECT_EQ(bucket_of(1, 4096, 4096).name, "m1.n513-4096.k513-4096");
+  EXPECT_EQ(bucket_of(1, 4096, 4096).name, "m1.n513-4096.k1025-4096");
   EXPECT_EQ(bucket_of(16, 11008, 100).name, "m9-64.n4097+.k1-512");
-  EXPECT_EQ(bucket_of(65, 512, 513).name, "m65+.n1-512.k513-4096");
+  EXPECT_EQ(bucket_of(65, 512, 513).name, "m65+.n1-512.k513-1024");
+  // K has a class boundary at 1024 that N does not have.
+  EXPECT_EQ(bucket_of(128, 1024, 1024).name, "m65+.n513-4096.k513-1024");
+  EXPECT_EQ(bucket_of(128, 1025, 1025).name, "m65+.n513-4096.k1025-4096");
   const Bucket b = bucket_of(8, 600, 5000);
   EXPECT_TRUE(b.contains(2, 513, 4097));
   EXPECT_FALSE(b.contains(9, 600, 5000));
@@ -497,10 +500,12 @@ TEST(TuneBuckets, ClassesOfMNAndK) {
                                      {"c", 1, 4096, 4096},
                                      {"d", 512, 600, 600},
                                      {"e", 100, 700, 700}});
-  ASSERT_EQ(buckets.size(), 2u);
-  EXPECT_EQ(buckets[0].shapes.size(), 2u);
+  ASSERT_EQ(buckets.size(), 3u);  // a; b, d, e; c (K 4096 apart from K 1024)
+  EXPECT_EQ(buckets[0].shapes.size(), 1u);
   EXPECT_EQ(buckets[1].shapes.size(), 3u);
   EXPECT_EQ(buckets[1].representative().name, "b");  // the median operation count of e < b < d
+  ASSERT_EQ(buckets[2].shapes.size(), 1u);
+  EXPECT_EQ(buckets[2].shapes[0].name, "c");
 }
 
 // report.html from records: the winner against the template default, one curve per strategy,
