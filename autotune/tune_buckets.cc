@@ -13,8 +13,8 @@ struct Range {
 
 constexpr Range kMClasses[] = {{1, 1}, {2, 8}, {9, 64}, {65, -1}};
 constexpr Range kNClasses[] = {{1, 512}, {513, 4096}, {4097, -1}};
-// K splits at 1024 as well: up to there a strip's B panel (K x a strip of 256 float32 columns,
-// 1 MiB) stays in a 2 MiB L2 without K blocks, which beyond it the kernels need; one bucket over
+// K splits at 1024 as well: up to 1024 a strip's B panel (K x 256 float32 columns, at most 1 MiB)
+// stays in a 2 MiB L2 without K blocks; beyond, the kernels need K blocks. One bucket over
 // 513-4096 made one kernel serve both (docs/performance.md: K-blocked 6x64 tiles ran 1024^3 at
 // 153-159 GFLOP/s where the same tiles without K blocks ran 169-179, and 128x4096x4096 at 144
 // where those ran 67).
