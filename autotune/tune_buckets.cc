@@ -11,7 +11,13 @@ struct Range {
   int64_t lo, hi;  // hi -1: unbounded
 };
 
-constexpr Range kMClasses[] = {{1, 1}, {2, 8}, {9, 64}, {65, -1}};
+// M splits at 256 among the large: a kernel of M 65-256 serves a layer's prefill of a few hundred
+// tokens, whose strips of B are read by few rows (K blocks keep a strip's panel in L2, the
+// accumulators' round trips cost little next to the reads of B); from 257 rows on, the rows
+// amortize B and the tiles without K blocks run faster (docs/performance.md: at 512x4096x4096 6x64
+// tiles without K blocks ran 383 GFLOP/s at 2 threads where the K-blocked pick of 128x4096x4096 ran
+// 358, and at 128x4096x4096 297 where it ran 343).
+constexpr Range kMClasses[] = {{1, 1}, {2, 8}, {9, 64}, {65, 256}, {257, -1}};
 constexpr Range kNClasses[] = {{1, 512}, {513, 4096}, {4097, -1}};
 // K splits at 1024 as well: up to 1024 a strip's B panel (K x 256 float32 columns, at most 1 MiB)
 // stays in a 2 MiB L2 without K blocks; beyond, the kernels need K blocks. One bucket over

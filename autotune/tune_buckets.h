@@ -1,8 +1,8 @@
 // Shape buckets: the tuner searches one kernel per (identity, bucket), and the runtime dispatches a
 // call to the kernel whose bucket contains its (M, N, K), else the nearest one
-// (runtime/src/kernel_table.h). Buckets are size classes of M (1, 2-8, 9-64, 65+: GEMV, small
-// batches, tiles, large), N (up to 512, 513-4096, 4097+) and K (up to 512, 513-1024, 1025-4096,
-// 4097+); only the classes a shape list touches become buckets.
+// (runtime/src/kernel_table.h). Buckets are size classes of M (1, 2-8, 9-64, 65-256, 257+: GEMV,
+// small batches, tiles, large, larger), N (up to 512, 513-4096, 4097+) and K (up to 512, 513-1024,
+// 1025-4096, 4097+); only the classes a shape list touches become buckets.
 #pragma once
 
 #include <cstdint>

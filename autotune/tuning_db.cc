@@ -314,7 +314,7 @@ bool runs_parallel(const Record& r) {
   // strip.
   auto knob = [&](const char* name) { return std::max<int64_t>(s.value(name, 0), 0); };
   auto ceil_div = [](int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 1; };
-  // Rows at the smallest M of the timed shape's bucket (m65+ -> 65), strips at the timed N: the
+  // Rows at the smallest M of the timed shape's bucket (m65-256 -> 65), strips at the timed N: the
   // kernel serves every M of its bucket, and a row block as tall as the smallest makes those calls
   // one task.
   const int64_t n = r.shape[1];

@@ -162,9 +162,9 @@ std::vector<Record> sample_records(const std::string& target) {
   };
   const Unit units[] = {
       {"Gemm:float32:contract=fma", "m1.n513-4096.k513-4096", {1, 1024, 1024}, 4e9},
-      {"Gemm:float32:contract=fma", "m65+.n513-4096.k513-4096", {128, 1024, 1024}, 30e9},
+      {"Gemm:float32:contract=fma", "m65-256.n513-4096.k513-1024", {128, 1024, 1024}, 30e9},
       {"QLinearMatMul:uint8,int8,uint8", "m1.n513-4096.k513-4096", {1, 1024, 1024}, 6e9},
-      {"QLinearMatMul:uint8,int8,uint8", "m65+.n513-4096.k513-4096", {128, 1024, 1024}, 60e9},
+      {"QLinearMatMul:uint8,int8,uint8", "m65-256.n513-4096.k513-1024", {128, 1024, 1024}, 60e9},
   };
   for (const Unit& u : units) {
     const KernelIdentity id = tune::parse_identity_spec(u.identity);

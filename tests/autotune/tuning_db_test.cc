@@ -306,11 +306,11 @@ TEST(TuningDbMerge, BucketsWithinNoiseShareOneScheduleOthersKeepTheirOwn) {
   only = merge_within_noise(two, best_records(two));
   EXPECT_EQ(only.begin()->second.served->schedule.at("tile_rows"), 4);
   // With B prepacked, the row blocks (or tile rows) of each strip are tasks too, counted at the
-  // bucket's smallest M (the kernel serves all of its bucket): one 64-column strip in m65+ timed at
-  // 256 rows is, at M = 65, 11 tasks of 6-row tiles, 3 of 32-row blocks, 2 of 64-row blocks and 1
-  // of a 128-row block (two at the timed M).
+  // bucket's smallest M (the kernel serves all of its bucket): one 64-column strip in m65-256 timed
+  // at 256 rows is, at M = 65, 11 tasks of 6-row tiles, 3 of 32-row blocks, 2 of 64-row blocks and
+  // 1 of a 128-row block (two at the timed M).
   Record pre = two[1];
-  pre.bucket = "m65+.n1-512.k1-512";
+  pre.bucket = "m65-256.n1-512.k1-512";
   pre.shape = {256, 64, 64};
   EXPECT_FALSE(runs_parallel(pre)) << "one strip, and without prepacked B only strips are tasks";
   pre.identity += ":prepacked_b=true";
@@ -377,7 +377,7 @@ TEST_F(TuningDb, BaselinesAreNeverWinners) {
 // one of those, however much faster a serial one ran at the run's thread count; a bucket where none
 // did keeps its serial winner.
 TEST(TuningDbEmit, ParallelOnlyPassesOverSerialWinnersWhereAParallelScheduleRan) {
-  const std::string a = "m9-64.n1-512.k1-512", b = "m65+.n1-512.k1-512";
+  const std::string a = "m9-64.n1-512.k1-512", b = "m65-256.n1-512.k1-512";
   auto at = [](int tile_rows, bool parallel, double rate, const std::string& bucket,
                std::vector<int64_t> shape) {
     Record r = record(tile_rows, Outcome::kPassed, rate, bucket);
@@ -422,7 +422,7 @@ TEST(TuningDbEmit, ParallelOnlyPassesOverSerialWinnersWhereAParallelScheduleRan)
 // there: the schedule fastest at the shape the search timed can lose to one that is faster across
 // the bucket; a shape where it failed makes the finalist a failure naming that shape.
 TEST(TuningDbFinalists, RankedByTheGeometricMeanOverTheBucketsShapes) {
-  const std::string bucket = "m65+.n513-4096.k513-4096";
+  const std::string bucket = "m65-256.n513-4096.k1025-4096";
   auto at = [&](int tile_rows, std::vector<int64_t> shape, double rate) {
     Record r = record(tile_rows, Outcome::kPassed, rate, bucket);
     r.shape = std::move(shape);
@@ -458,7 +458,7 @@ TEST(TuningDbFinalists, RankedByTheGeometricMeanOverTheBucketsShapes) {
   ASSERT_EQ(kernels.size(), 1u) << kernels.dump();
   EXPECT_EQ(kernels[0].at("schedule").at("tile_rows"), 6);
   const std::string prov = kernels[0].at("provenance").get<std::string>();
-  EXPECT_NE(prov.find("bucket m65+.n513-4096.k513-4096 3610 G/s, the geometric mean of a "
+  EXPECT_NE(prov.find("bucket m65-256.n513-4096.k1025-4096 3610 G/s, the geometric mean of a "
                       "finalist's rates at 128x4096x4096 2800 G/s 1024x1024x1024 4000 G/s "
                       "512x4096x4096 4200 G/s (4 of 4 candidates passed the gate)"),
             std::string::npos)
@@ -485,10 +485,18 @@ TEST(TuningDbFinalists, RankedByTheGeometricMeanOverTheBucketsShapes) {
 TEST(TuneBuckets, ClassesOfMNAndK) {
   EXPECT_EQ(bucket_of(1, 4096, 4096).name, "m1.n513-4096.k1025-4096");
   EXPECT_EQ(bucket_of(16, 11008, 100).name, "m9-64.n4097+.k1-512");
-  EXPECT_EQ(bucket_of(65, 512, 513).name, "m65+.n1-512.k513-1024");
+  EXPECT_EQ(bucket_of(65, 512, 513).name, "m65-256.n1-512.k513-1024");
   // K has a class boundary at 1024 that N does not have.
-  EXPECT_EQ(bucket_of(128, 1024, 1024).name, "m65+.n513-4096.k513-1024");
-  EXPECT_EQ(bucket_of(128, 1025, 1025).name, "m65+.n513-4096.k1025-4096");
+  EXPECT_EQ(bucket_of(128, 1024, 1024).name, "m65-256.n513-4096.k513-1024");
+  EXPECT_EQ(bucket_of(128, 1025, 1025).name, "m65-256.n513-4096.k1025-4096");
+  // M has one at 256.
+  EXPECT_EQ(bucket_of(256, 4096, 4096).name, "m65-256.n513-4096.k1025-4096");
+  EXPECT_EQ(bucket_of(257, 4096, 4096).name, "m257+.n513-4096.k1025-4096");
+  EXPECT_EQ(bucket_of(100000, 1, 1).name, "m257+.n1-512.k1-512");
+  EXPECT_EQ(bucket_of(300, 10, 10).bounds_json(),
+            nlohmann::json({{"m_min", 257}, {"n_max", 512}, {"k_max", 512}}));
+  EXPECT_EQ(bucket_of(200, 10, 10).bounds_json(),
+            nlohmann::json({{"m_min", 65}, {"m_max", 256}, {"n_max", 512}, {"k_max", 512}}));
   const Bucket b = bucket_of(8, 600, 5000);
   EXPECT_TRUE(b.contains(2, 513, 4097));
   EXPECT_FALSE(b.contains(9, 600, 5000));
@@ -498,14 +506,19 @@ TEST(TuneBuckets, ClassesOfMNAndK) {
   const auto buckets = make_buckets({{"a", 1, 1024, 1024},
                                      {"b", 128, 1024, 1024},
                                      {"c", 1, 4096, 4096},
-                                     {"d", 512, 600, 600},
-                                     {"e", 100, 700, 700}});
-  ASSERT_EQ(buckets.size(), 3u);  // a; b, d, e; c (K 4096 apart from K 1024)
+                                     {"d", 256, 1000, 1000},
+                                     {"e", 100, 700, 700},
+                                     {"f", 512, 600, 600}});
+  // a; b, d, e; c (K 4096 apart from K 1024); f (M 512 apart from M 256)
+  ASSERT_EQ(buckets.size(), 4u);
   EXPECT_EQ(buckets[0].shapes.size(), 1u);
   EXPECT_EQ(buckets[1].shapes.size(), 3u);
   EXPECT_EQ(buckets[1].representative().name, "b");  // the median operation count of e < b < d
   ASSERT_EQ(buckets[2].shapes.size(), 1u);
   EXPECT_EQ(buckets[2].shapes[0].name, "c");
+  ASSERT_EQ(buckets[3].shapes.size(), 1u);
+  EXPECT_EQ(buckets[3].shapes[0].name, "f");
+  EXPECT_EQ(buckets[3].name, "m257+.n513-4096.k513-1024");
 }
 
 // report.html from records: the winner against the template default, one curve per strategy,
