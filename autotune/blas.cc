@@ -19,6 +19,8 @@
 extern "C" {
 void omp_set_num_threads(int n);
 int omp_get_max_threads();
+// OpenBLAS's (pthreads build) exported pool shutdown; not declared by <cblas.h>.
+int blas_thread_shutdown_(void);
 }
 
 namespace mmtune::blas {
@@ -290,6 +292,8 @@ void set_threads(int n) {
 }
 
 Threads threads() { return {openblas_get_num_threads(), omp_get_max_threads()}; }
+
+void openblas_end_workers() { blas_thread_shutdown_(); }
 
 void openblas_sgemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                     float alpha, float beta) {

@@ -23,6 +23,14 @@ struct Threads {
 };
 Threads threads();
 
+// Ends OpenBLAS's worker threads; its next threaded call starts them again. After a call they
+// spin-wait (sched_yield) for the next one, and in a process that keeps calling OpenBLAS every few
+// hundred milliseconds they never reach their sleep (measured on a 2-core Xeon, 2 threads, 128^3
+// float32: the worker ran a whole core between samples, and every implementation timed there ran
+// at its 1-thread rate or below, mmtune's prepacked call 77-87 GFLOP/s instead of 265-280 and
+// OpenBLAS's own 113-117 instead of 143-147).
+void openblas_end_workers();
+
 // C(m x n) = alpha A(m x k) B(k x n) + beta C, float32, dense row-major (beta = 0: C is only
 // written).
 void openblas_sgemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,

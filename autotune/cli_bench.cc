@@ -321,6 +321,12 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       impl.wrong = b.wrong;
       if (id.op == "QLinearMatMul") impl.not_same = "the int32 sums alone, no requantization";
       impl.call = std::move(b.call);
+      if (name == "openblas") {
+        // Its workers would spin through the next implementation's sample (blas.h).
+        impl.around = [](bool before) {
+          if (!before) blas::openblas_end_workers();
+        };
+      }
     } else {
       Int8Anchor a = prepare_int8_anchor(name, copies, want);
       impl.kernel = a.kernel;

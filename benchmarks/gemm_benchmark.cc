@@ -129,11 +129,13 @@ std::optional<std::string> check_f32(const F32Inputs& in, const float* y) {
 }
 
 // Sets every pool to `threads` and checks that the library the benchmark runs reports it. On a
-// change of library it first waits a little: OpenBLAS's and OpenMP's idle workers spin for a while
-// after a call before they sleep, and would compete with the next library's threads.
+// change of library it first ends OpenBLAS's workers (blas::openblas_end_workers: they can spin
+// on) and waits a little: OpenMP's idle workers spin for a while after a call before they sleep,
+// and would compete with the next library's threads.
 bool set_threads(benchmark::State& state, const std::string& lib, int threads) {
   static std::string last_lib;
   if (lib != last_lib) {
+    if (last_lib == "openblas") blas::openblas_end_workers();
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     last_lib = lib;
   }

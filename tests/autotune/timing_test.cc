@@ -5,10 +5,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <iterator>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "autotune/blas.h"
 #include "autotune/tune_timing.h"
 
 namespace mmtune::tune {
@@ -173,6 +176,41 @@ TEST(Timing, TheWarmUpCallsEveryCopyBeforeTheSamples) {
   ASSERT_EQ(samples.size(), 1u);
   ASSERT_EQ(samples[0].size(), 10u);
   for (double s : samples[0]) EXPECT_LT(s, 0.001) << "a first call on a copy was timed";
+}
+
+int threads_of_this_process() {
+  return static_cast<int>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                                        std::filesystem::directory_iterator{}));
+}
+
+// The bench ends OpenBLAS's workers after each of its samples (their spin-wait otherwise outlasts
+// the gap to its next sample and takes a core from every other implementation's): they end, the
+// next threaded call starts them again and computes the same sums.
+TEST(Timing, OpenBlasWorkersEndAndStartAgain) {
+  if (std::thread::hardware_concurrency() < 2)
+    GTEST_SKIP() << "one CPU: OpenBLAS starts no workers";
+  const blas::Threads saved = blas::threads();
+  blas::set_threads(2);
+  const int64_t n = 256;  // large enough for OpenBLAS to split it over its threads
+  std::vector<float> a(n * n), b(n * n), c1(n * n), c2(n * n);
+  for (int64_t i = 0; i < n * n; ++i) {
+    a[i] = static_cast<float>((i * 7) % 13) - 6.0f;
+    b[i] = static_cast<float>((i * 5) % 11) * 0.25f;
+  }
+  blas::openblas_sgemm(n, n, n, a.data(), b.data(), c1.data());
+  const int with_workers = threads_of_this_process();
+  blas::openblas_end_workers();
+  const int without = threads_of_this_process();
+  EXPECT_LT(without, with_workers);
+  blas::openblas_sgemm(n, n, n, a.data(), b.data(), c2.data());
+  EXPECT_EQ(threads_of_this_process(), with_workers);
+  EXPECT_EQ(c1, c2);
+  // The sums are integers and multiples of 1/4 far inside float32's exact range: any order gives
+  // these values; one element computed here to check that the call ran at all.
+  double want = 0;
+  for (int64_t k = 0; k < n; ++k) want += static_cast<double>(a[3 * n + k]) * b[k * n + 5];
+  EXPECT_EQ(c2[3 * n + 5], static_cast<float>(want));
+  blas::set_threads(saved.openblas);
 }
 
 }  // namespace
