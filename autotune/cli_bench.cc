@@ -392,7 +392,8 @@ shape (or the reference where none may run) and allocates the output, in this pr
             (float32.. Gemm without transposes): the runtime's time minus its time is the call's
             cost outside the kernel (the us/call column)
   halide    the same schedule compiled by Halide's JIT (the host path of `mmtune run --impl halide`)
-  openblas  cblas_sgemm (float32 Gemm without transposes)
+  openblas  cblas_sgemm (float32 Gemm without transposes); its workers are ended after each
+            sample (they spin on between calls and would take a core from the next sample)
   onednn    dnnl_sgemm (float32 Gemm), dnnl_gemm_u8s8s32 (u8.s8->u8 QLinearMatMul: the int32
             sums alone, without the requantization, so not the same operation; checked exactly
             and its wrong sums counted: without VNNI it saturates pair sums)
