@@ -47,6 +47,8 @@ std::string KernelKey::to_string() const {
 }
 
 schedules::Accumulator accumulator_of(const KernelIdentity& id) {
+  auto prepacked_param = id.params.find("prepacked_b");
+  const bool prepacked = prepacked_param != id.params.end() && prepacked_param->second == "true";
   if (id.op == "Gemm") {
     const DType t = *dtype_from_name(id.params.at("A.type"));
     const DType acc = gemm_accumulation_type(t);
@@ -54,14 +56,17 @@ schedules::Accumulator accumulator_of(const KernelIdentity& id) {
     auto contract = id.params.find("contract");
     const bool fma = contract != id.params.end() && contract_applies(t) &&
                      contract->second == to_string(FloatContract::kFma);
-    return {
-        static_cast<int>(dtype_size(acc) * 8),  is_integer(t),
-        static_cast<int>(dtype_size(t) * 8),    false,
-        is_integer(t) && !is_signed_integer(t), !is_integer(t) && (fma || t == DType::kFloat16)};
+    return {static_cast<int>(dtype_size(acc) * 8),
+            is_integer(t),
+            static_cast<int>(dtype_size(t) * 8),
+            false,
+            is_integer(t) && !is_signed_integer(t),
+            !is_integer(t) && (fma || t == DType::kFloat16),
+            prepacked};
   }
   if (id.op == "QLinearMatMul" && id.params.count("a_format")) {
-    return {64,    false, 8,
-            false, false, true};  // float8: a float64 sum of exact products, in K order
+    // float8: a float64 sum of exact products, in K order
+    return {64, false, 8, false, false, true, prepacked};
   }
   // The quantized operators' exact int32 sums of 8-bit products (QuantMatmulDequant: its x_q
   // stored as uint8 x_q + 128, times int8 weights).
@@ -75,14 +80,7 @@ schedules::Accumulator accumulator_of(const KernelIdentity& id) {
   const std::string tb = id.op == "QLinearMatMul" ? type("b.type")
                          : id.op == "QGemm"       ? type("B.type")
                                                   : "int8";
-  auto prepacked = id.params.find("prepacked_b");
-  return {32,
-          true,
-          8,
-          ta != tb,
-          ta == "uint8" && tb == "uint8",
-          false,
-          prepacked != id.params.end() && prepacked->second == "true"};
+  return {32, true, 8, ta != tb, ta == "uint8" && tb == "uint8", false, prepacked};
 }
 
 KernelKey kernel_key(const KernelIdentity& id, const HalideVariant& v) {

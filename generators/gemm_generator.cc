@@ -50,7 +50,8 @@ class GemmGenerator : public Generator<GemmGenerator> {
             t.bits(),
             /*mixed_sign=*/false,
             /*unsigned_operands=*/t.is_uint(),
-            /*fusable=*/is_float && (!strict_sum || t == Float(16))};
+            /*fusable=*/is_float && (!strict_sum || t == Float(16)),
+            /*b_prepacked=*/prepacked_b};
     _halide_user_assert(!(prepacked_b && trans_b)) << "Gemm: a prepacked B is never transposed\n";
     p_.layout = schedule_knobs.layout(get_target(), acc_);
     const bool b_in_panels = prepacked_b && p_.layout.packs_b();

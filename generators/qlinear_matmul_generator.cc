@@ -53,7 +53,7 @@ class QLinearMatMulGenerator : public Generator<QLinearMatMulGenerator> {
     b_zero_point.dim(0).set_stride(Expr());
     const bool float8 = a_format != DType::kInt8;
     // float8: a float64 sum (of exact products, in K order: fusable); else the exact int32 sum.
-    acc_ = float8 ? schedules::Accumulator{64, false, 8, false, false, true}
+    acc_ = float8 ? schedules::Accumulator{64, false, 8, false, false, true, prepacked_b}
                   : schedules::Accumulator{32,
                                            true,
                                            8,

@@ -21,7 +21,8 @@ struct Accumulator {
   // contract, or products exact in the accumulator (float16 into float32, float8 into float64),
   // where a fused and a separately rounded step round alike. (CUDA kernels fuse every step.)
   bool fusable = false;
-  // B arrives prepacked by the host (the kernel's prepacked_b form): what the AMX form reads.
+  // B arrives prepacked by the host (the kernel's prepacked_b form): what the AMX form reads and
+  // cpu_matmul's copy_b copies.
   bool b_prepacked = false;
 };
 

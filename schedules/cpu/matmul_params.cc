@@ -63,6 +63,12 @@ std::optional<std::string> CpuMatmulParams::validate(const TargetInfo& t, Accumu
     // on tile register", for amx_jam 2 and 4 alike; without the branch of whole tiles it compiles.)
     why << "amx_jam=" << amx_jam << " with strips (n_block=" << n_block
         << ") and specialize_tails needs row blocks (m_block) or parallel tasks";
+  } else if (copy_b && !(acc.b_prepacked && pack_b && n_block > 0 && k_block == 0 && !amx)) {
+    // (A plain B is packed per strip already (pack_b); K blocks and AMX tiles read their panels
+    // where they are.)
+    why << "copy_b copies a prepacked B's strips (needs prepacked_b=true, pack_b, n_block > 0, "
+           "k_block=0 and no amx; n_block="
+        << n_block << ", k_block=" << k_block << ")";
   } else if (n_block > 0 && n_block % tile_columns(t, acc.bits) != 0) {
     why << "n_block=" << n_block << " is not a multiple of the tile width "
         << tile_columns(t, acc.bits);

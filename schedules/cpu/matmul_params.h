@@ -3,9 +3,9 @@
 // target, the data layout it asks of the algorithm, its defaults and search space).
 //
 // A register-tiled matmul: each task owns a strip of `n_block` output columns (with B prepacked,
-// one row block of a strip); within it, tiles of `tile_rows` rows x `tile_vectors` vectors of
-// `vector_width` lanes are accumulated in registers over the whole K, K innermost (unrolled by
-// `k_unroll`), with B packed per strip when `pack_b`. K is never split across tiles or threads, so
+// one row block of a strip, unless the strips are copied: copy_b); within it, tiles of `tile_rows`
+// rows x `tile_vectors` vectors of `vector_width` lanes are accumulated in registers over the whole
+// K, K innermost (unrolled by `k_unroll`), with B packed per strip when `pack_b`. K is never split across tiles or threads, so
 // float sums keep their K order.
 #pragma once
 
@@ -40,8 +40,8 @@
   X(pack_b, bool, true, 0, 1, (0, 1), "p", kFlag, 0, false,                                        \
     "B copied into tile-wide panels")                                                              \
   X(parallel, bool, true, 0, 1, (0, 1), "t", kFlag, 0, false,                                      \
-    "strips (or tile rows) run as parallel tasks, with B prepacked each strip's row blocks "       \
-    "too")                                                                                         \
+    "strips (or tile rows) run as parallel tasks, with B prepacked (not copied) each strip's row " \
+    "blocks too")                                                                                  \
   X(k_group, int, 1, 1, 4, (1, 2, 4), "g", kValue, 1, true,                                        \
     "K consumed in groups of 1, 2 or 4 (dot-product instructions); needs pack_b")                  \
   X(m_block, int, 0, 0, 4096, (0, 0, 1, 32, 64, 96, 128), "m", kValue, 0, false,                   \
@@ -51,21 +51,25 @@
     "a branch without tail guards for shapes of whole tiles (and strips and blocks)")              \
   X(k_block, int, 0, 0, 65536, (0, 0, 0, 2, 4, 16, 64, 256), "b", kValue, 0, false,                \
     "K per cache block, its accumulators in memory, K order kept (needs n_block, "                 \
-    "m_block, k_group 1; small blocks of few rows stream B once, a GEMV); 0 = none")            \
-  X(pack_a, bool, false, 0, 1, (0, 1), "a", kFlag, 0, false,                                      \
+    "m_block, k_group 1; small blocks of few rows stream B once, a GEMV); 0 = none")               \
+  X(pack_a, bool, false, 0, 1, (0, 1), "a", kFlag, 0, false,                                       \
     "A copied into panels with the rows innermost (a tile row's for each K block with k_block, "   \
     "else a tile row's or, with m_block, a row block's), so that the inner loop broadcasts A "     \
-    "from one pointer; needs k_group 1")                                                         \
+    "from one pointer; needs k_group 1")                                                           \
   X(amx, bool, false, 0, 1, (0), "amx", kFlag, 0, true,                                            \
     "the tile's sum in an AMX tile register (tdpbusd: 16 x 64-byte tiles of A and of B, 16 "       \
     "rows x 16 int32 accumulators; x86 with AMX, 8-bit operands, B prepacked): tiles of 16 x 16, " \
     "K in 64-byte steps over K groups of 4 padded with zeros; not drawn: the search starts from "  \
     "amx_forms and mutates their blocks")                                                          \
   X(amx_jam, int, 1, 1, 4, (1), "j", kValue, 1, true,                                              \
-    "accumulator tiles the AMX form sums at once in one K loop (schedules/cpu/amx_jam.h): 1; 2 "  \
+    "accumulator tiles the AMX form sums at once in one K loop (schedules/cpu/amx_jam.h): 1; 2 "   \
     "(two tiles of the innermost loop over tiles, sharing a tile load); 4 (two by two, that loop " \
     "and the one around it: four multiplies per four tile loads); needs amx; not drawn: "          \
-    "amx_forms seeds 1 and 4")
+    "amx_forms seeds 1 and 4")                                                                     \
+  X(copy_b, bool, false, 0, 1, (0, 1), "c", kFlag, 0, false,                                       \
+    "with B prepacked, each strip's panels copied into a buffer of its task before its tiles (one "\
+    "streaming read of the strip, which the strip's tile rows then read from cache); the strips "  \
+    "are the tasks; needs B prepacked, n_block, k_block 0 and no amx")
 // clang-format on
 
 namespace mmtune::schedules {

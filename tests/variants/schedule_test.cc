@@ -65,15 +65,20 @@ TEST(KnobTable, JsonAndGeneratorParamsRoundTrip) {
 
 TEST(KnobTable, DrawsCoverEverySearchedValue) {
   // Over enough draws, each knob takes each of its searched values at least once (exact sums: the
-  // K-regrouping knob too; float sums: never).
+  // K-regrouping knob too; float sums: never; copy_b only with B prepacked).
   std::mt19937_64 rng(7);
   for (const bool exact : {false, true}) {
     std::map<std::string, std::set<int>> seen;
+    std::set<int> copy_b_without_prepacked;
     for (int n = 0; n < 3000; ++n) {
-      const Schedule s = schedules::sample("cpu_matmul", kAvx2, {32, exact}, rng);
+      Accumulator acc{32, exact};
+      acc.b_prepacked = n % 2 == 1;
+      const Schedule s = schedules::sample("cpu_matmul", kAvx2, acc, rng);
+      if (!acc.b_prepacked) copy_b_without_prepacked.insert(s.get_if<CpuMatmulParams>()->copy_b);
       const CpuMatmulParams& p = *s.get_if<CpuMatmulParams>();
       for (const auto& k : CpuMatmulParams::knobs().knobs()) seen[k.name].insert(k.get(p));
     }
+    EXPECT_EQ(copy_b_without_prepacked, std::set<int>{0}) << "copy_b drawn for a plain B";
     for (const auto& k : CpuMatmulParams::knobs().knobs()) {
       if (k.exact_only && !exact) {
         EXPECT_EQ(seen[k.name], std::set<int>{k.default_value}) << k.name;
@@ -211,6 +216,35 @@ TEST(KnobTable, TagsDeriveFromTheTable) {
   EXPECT_EQ(Schedule(p).tag(kAvx2, {64, false}), "6x8k4n256pm12sb64");
   p.pack_a = true;
   EXPECT_EQ(Schedule(p).tag(kAvx2, {64, false}), "6x8k4n256pm12sb64a");
+  p.pack_a = false;
+  p.k_block = 0;
+  p.copy_b = true;
+  EXPECT_EQ(Schedule(p).tag(kAvx2, {64, false}), "6x8k4n256pm12sc");
+}
+
+// copy_b copies a prepacked B's strips: refused, with its rule, where there is nothing to copy (a
+// plain B is packed per strip already), no strip, K blocks or AMX tiles.
+TEST(KnobTable, CopyBNeedsAPrepackedBInStrips) {
+  CpuMatmulParams p = CpuMatmulParams::defaults(kAvx2, {32, false});
+  p.n_block = 4 * p.tile_columns(kAvx2, 32);
+  p.copy_b = true;
+  Accumulator prepacked{32, false};
+  prepacked.b_prepacked = true;
+  EXPECT_EQ(Schedule(p).validate(kAvx2, prepacked), std::nullopt);
+  auto refused = [&](const CpuMatmulParams& q, const Accumulator& acc) {
+    return Schedule(q).validate(kAvx2, acc).value_or("").find("copy_b copies a prepacked B") !=
+           std::string::npos;
+  };
+  EXPECT_TRUE(refused(p, {32, false}));
+  CpuMatmulParams q = p;
+  q.n_block = 0;
+  EXPECT_TRUE(refused(q, prepacked));
+  q = p;
+  q.m_block = 2 * q.tile_rows;
+  q.k_block = 16;
+  EXPECT_TRUE(refused(q, prepacked));
+  q.k_block = 0;
+  EXPECT_EQ(Schedule(q).validate(kAvx2, prepacked), std::nullopt);
 }
 
 // docs/naming.md states each template's knob table exactly as the code declares it.
@@ -915,6 +949,50 @@ TEST(ShapeSeeds, GemvFormsAtSmallMAreValidAndBitExact) {
   std::cout << "[schedule] " << ran << " GEMV-form products bit-exact through the JIT\n";
 }
 
+// Each schedule of `forms` through the JIT on `target` against the reference, bit for bit:
+// float32 under both contracts (fma where the target has it) and int32, A plain and transposed,
+// random values in [-100, 100] at each of `shapes` (M, N, K), B in place and/or prepacked as
+// `prepacked` lists. Returns the products compared.
+int forms_bit_exact(const char* target, const std::vector<Schedule>& forms,
+                    const std::vector<std::array<int64_t, 3>>& shapes,
+                    const std::vector<bool>& prepacked, std::mt19937_64& rng) {
+  const TargetInfo t = schedules::target_info(target);
+  int ran = 0;
+  for (const Schedule& s : forms) {
+    for (const auto& [m, n, k] : shapes) {
+      for (const char* type : {"float32", "int32"}) {
+        const DType dt = *dtype_from_name(type);
+        for (const bool trans_a : {false, true}) {
+          const Tensor a =
+              testing::random_tensor(dt, trans_a ? Shape{k, m} : Shape{m, k}, rng, -100, 100);
+          const Tensor b = testing::random_tensor(dt, {k, n}, rng, -100, 100);
+          GemmArgs args;
+          args.a = &a;
+          args.b = &b;
+          args.trans_a = trans_a;
+          for (FloatContract c : {FloatContract::kStrict, FloatContract::kFma}) {
+            if (dt == DType::kInt32 && c == FloatContract::kFma) continue;
+            if (c == FloatContract::kFma && !t.fma) continue;
+            args.contract = c;
+            for (const bool packed : prepacked) {
+              HalideVariant v;
+              v.schedule = s;
+              v.target = target;
+              v.prepacked_b = packed;
+              EXPECT_TRUE(testing::bit_equal(
+                  gemm(args), gemm_halide(args, v),
+                  std::string(target) + " " + type + " transA=" + (trans_a ? "1" : "0") +
+                      (packed ? " B prepacked " : " ") + nlohmann::json(s).dump()));
+              ++ran;
+            }
+          }
+        }
+      }
+    }
+  }
+  return ran;
+}
+
 // pack_a copies A into panels of a tile row (or of a row block) where each of its three placements
 // puts them: per tile row and K block (k_block), per tile row, per row block (m_block). Only a
 // copy: bit-exact through the JIT against the reference for float32 under both contracts and int32,
@@ -943,42 +1021,88 @@ TEST(CpuTemplate, PackedAIsOnlyACopyInEveryPlacement) {
     };
     const std::vector<Schedule> forms = {form(4, 2, 2, 4, 16), form(3, 3, 2, 0, 0),
                                          form(2, 2, 3, 6, 0)};
-    for (const Schedule& s : forms) {
-      for (const auto& [m, n, k] :
-           std::vector<std::array<int64_t, 3>>{{7, 53, 37}, {13, 70, 301}}) {
-        for (const char* type : {"float32", "int32"}) {
-          const DType dt = *dtype_from_name(type);
-          for (const bool trans_a : {false, true}) {
-            const Tensor a =
-                testing::random_tensor(dt, trans_a ? Shape{k, m} : Shape{m, k}, rng, -100, 100);
-            const Tensor b = testing::random_tensor(dt, {k, n}, rng, -100, 100);
-            GemmArgs args;
-            args.a = &a;
-            args.b = &b;
-            args.trans_a = trans_a;
-            for (FloatContract c : {FloatContract::kStrict, FloatContract::kFma}) {
-              if (dt == DType::kInt32 && c == FloatContract::kFma) continue;
-              if (c == FloatContract::kFma && !t.fma) continue;
-              args.contract = c;
-              for (const bool prepacked : {false, true}) {
-                HalideVariant v;
-                v.schedule = s;
-                v.target = target;
-                v.prepacked_b = prepacked;
-                EXPECT_TRUE(testing::bit_equal(
-                    gemm(args), gemm_halide(args, v),
-                    std::string(target) + " " + type + " transA=" + (trans_a ? "1" : "0") +
-                        (prepacked ? " B prepacked " : " ") + nlohmann::json(s).dump()));
-                ++ran;
-              }
-            }
-          }
-        }
-      }
-    }
+    ran += forms_bit_exact(target, forms, {{7, 53, 37}, {13, 70, 301}}, {false, true}, rng);
   }
   std::cout << "[schedule] " << ran << " products with A packed bit-exact through the JIT\n";
   if (ran == 0) GTEST_SKIP() << "this CPU runs none of the x86 targets";
+}
+
+// copy_b copies each strip of a prepacked B into a buffer of its task (the strips then the tasks):
+// only a copy, so bit-exact through the JIT against the reference for float32 under both contracts
+// and int32, A plain and transposed, on ragged shapes (a partial last strip, tile and row block; N
+// below one strip; K not a multiple of the unroll), with and without row blocks, A packed and
+// parallel tasks, on AVX2 (SSE4.1 where this CPU has no AVX2).
+TEST(CpuTemplate, CopiedPrepackedBIsOnlyACopy) {
+  std::mt19937_64 rng(testing::variant_seed() ^ 0xcb);
+  int ran = 0;
+  for (const char* target : {"x86-64-linux-avx2-fma-f16c", "x86-64-linux-sse41"}) {
+    if (cpu_cannot_run(target) || ran > 0) continue;
+    const TargetInfo t = schedules::target_info(target);
+    const int lanes = t.vector_bits / 32;
+    Accumulator acc{32, false};
+    acc.b_prepacked = true;
+    auto form = [&](int rows, int vectors, int n_tiles, int m_block, bool pack_a, bool parallel) {
+      CpuMatmulParams p = CpuMatmulParams::knobs().defaults();
+      p.tile_rows = rows;
+      p.tile_vectors = vectors;
+      p.n_block = n_tiles * vectors * lanes;
+      p.m_block = m_block;
+      p.k_block = 0;
+      p.k_unroll = 4;
+      p.specialize_tails = true;
+      p.pack_a = pack_a;
+      p.parallel = parallel;
+      p.copy_b = true;
+      EXPECT_EQ(p.validate(t, acc), std::nullopt) << target;
+      return Schedule(p);
+    };
+    const std::vector<Schedule> forms = {form(4, 2, 2, 8, false, true),
+                                         form(3, 3, 2, 0, true, true),
+                                         form(2, 2, 3, 6, false, false)};
+    ran += forms_bit_exact(target, forms, {{7, 53, 37}, {13, 70, 301}, {17, 5, 9}}, {true}, rng);
+  }
+  std::cout << "[schedule] " << ran << " products with a prepacked B copied bit-exact\n";
+  if (ran == 0) GTEST_SKIP() << "this CPU runs none of the x86 targets";
+}
+
+// The same copy of B's panels in K groups (the 8-bit sums' layout): u8.s8 -> u8 QLinearMatMul
+// through the JIT on the host's own level, in its natural K group, b prepacked, over the variant
+// suites' 2-D cases (partial tiles and strips, adversarial data, per-column parameters).
+TEST(CpuTemplate, CopiedPrepackedBIsOnlyACopyInKGroups) {
+  const TargetInfo& t = testing::host_info();
+  if (t.family != "x86") GTEST_SKIP() << "the host is not x86-64";
+  Accumulator acc{32, true, 8, true, false, false, true};
+  CpuMatmulParams p = CpuMatmulParams::defaults(t, acc);
+  p.tile_rows = 4;
+  p.tile_vectors = 2;
+  p.n_block = 2 * p.tile_columns(t, 32);
+  p.m_block = 8;
+  p.copy_b = true;
+  ASSERT_EQ(p.validate(t, acc), std::nullopt);
+  ASSERT_GT(p.k_group, 1) << "the host's 8-bit sums are not in K groups";
+  const Schedule s(p);
+  std::mt19937_64 rng(testing::variant_seed() ^ 0xcc);
+  testing::GateCounts counts;
+  for (const testing::QlmCase& c : testing::qlinear_matmul_cases(4, p.tile_columns(t, 32))) {
+    if (c.b.size() != 2) continue;  // a prepacked b is 2-D
+    const testing::QlmInputs in = testing::make_qlinear_matmul_inputs(
+        DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, c, rng);
+    const QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+    Tensor expected;
+    try {
+      expected = qlinear_matmul(args);
+    } catch (const InvalidArgument&) {
+      continue;  // extreme scales the reference refuses (QLinearMatMulVariants checks those)
+    }
+    HalideVariant v{s, "host"};
+    v.prepacked_b = true;
+    EXPECT_TRUE(testing::gated_equal(
+        expected, [&](JitRun& run) { return qlinear_matmul_halide(args, v, &run); },
+        expected.numel() > 0 && c.a.back() > 0, "QLinearMatMul u8.s8->u8 case " + c.name, counts));
+  }
+  std::cout << "[schedule] copy_b in K groups of " << p.k_group << ": " << counts.summary()
+            << ", 0 mismatches\n";
+  EXPECT_GT(counts.kernel_cases, 0);
 }
 
 }  // namespace
