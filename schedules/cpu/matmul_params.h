@@ -5,8 +5,8 @@
 // A register-tiled matmul: each task owns a strip of `n_block` output columns (with B prepacked,
 // one row block of a strip, unless the strips are copied: copy_b); within it, tiles of `tile_rows`
 // rows x `tile_vectors` vectors of `vector_width` lanes are accumulated in registers over the whole
-// K, K innermost (unrolled by `k_unroll`), with B packed per strip when `pack_b`. K is never split across tiles or threads, so
-// float sums keep their K order.
+// K, K innermost (unrolled by `k_unroll`), with B packed per strip when `pack_b`. K is never split
+// across tiles or threads, so float sums keep their K order.
 #pragma once
 
 #include <optional>
