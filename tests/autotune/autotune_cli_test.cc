@@ -603,6 +603,7 @@ TEST_F(Autotune, APrepackedIdentityIsTunedAsThePrepackedKernel) {
                                  {"pack_a", false},
                                  {"amx", false},
                                  {"amx_jam", 1},
+                                 {"copy_b", false},
                                  {"vector_width", 0}};
   {
     Database w = Database::open(db, true);
