@@ -1,5 +1,5 @@
 // Gemm variants, through the gate, bit for bit against the reference: every Gemm type x the
-// default schedule and 10 random draws (20 with MMTUNE_LONG=1) from the host template's space x
+// default schedule and 6 random draws (20 with MMTUNE_LONG=1) from the host template's space x
 // every shape category. Each draw's transposes, C presence and float contract are drawn
 // independently (plus the default schedule in the runtime's canonical layout under each contract);
 // each case draws its C shape, alpha/beta and, for floats, plain, huge, tiny or special data. A
@@ -33,7 +33,7 @@ TEST_P(GemmVariants, BitExactAgainstReference) {
   const DType t = GetParam();
   const uint64_t seed = testing::variant_seed() ^ static_cast<uint64_t>(t);
   const auto draws =
-      testing::schedule_draws(host_info(), gemm_accumulator(t), testing::variant_draws(10), seed);
+      testing::schedule_draws(host_info(), gemm_accumulator(t), testing::variant_draws(6), seed);
   std::mt19937_64 rng(seed);
   const testing::ValueRange range = testing::gemm_value_range(t);
   const bool contract = contract_applies(t);

@@ -1,5 +1,5 @@
 // QLinearMatMul variants, bit for bit against the reference. int8/uint8: all 8 (a, b, y) type
-// tuples x the default schedule and 10 random draws (20 with MMTUNE_LONG=1) x shape categories
+// tuples x the default schedule and 6 random draws (20 with MMTUNE_LONG=1) x shape categories
 // (2-D, 1-D operands, N-D batch broadcasting), with scale types (float32, float16, bfloat16), both
 // requantization modes and per-tensor / per-row / per-column parameters rotating over the draws;
 // plus adversarial inputs: full-range values and zero points (16-bit pair sums would saturate),
@@ -39,7 +39,7 @@ TEST_P(QLinearMatMulVariants, BitExactAgainstReference) {
       testing::variant_seed() ^ (static_cast<uint64_t>(ty.a) << 8 |
                                  static_cast<uint64_t>(ty.b) << 4 | static_cast<uint64_t>(ty.y));
   const auto draws =
-      testing::schedule_draws(host_info(), {32, true}, testing::variant_draws(10), seed);
+      testing::schedule_draws(host_info(), {32, true}, testing::variant_draws(6), seed);
   std::mt19937_64 rng(seed);
   const DType scale_types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
   testing::GateCounts counts;
@@ -106,14 +106,15 @@ void PrintTo(const Float8Types& t, std::ostream* os) {
 class QLinearMatMulFloat8Variants : public ::testing::TestWithParam<Float8Types> {};
 
 // float8 (mmtune's definition, docs/semantics.md): random finite patterns plus NaN / Inf / -0
-// patterns sprinkled in, scales spanning underflow to saturation, default + 20 random schedules.
+// patterns sprinkled in, scales spanning underflow to saturation, the default schedule and 6 random
+// draws (20 with MMTUNE_LONG=1).
 TEST_P(QLinearMatMulFloat8Variants, BitExactAgainstReference) {
   const Float8Types ty = GetParam();
   const uint64_t seed =
       testing::variant_seed() ^ (static_cast<uint64_t>(ty.a) << 16 |
                                  static_cast<uint64_t>(ty.b) << 8 | static_cast<uint64_t>(ty.y));
   const auto draws =
-      testing::schedule_draws(host_info(), {64, false}, testing::variant_draws(10), seed);
+      testing::schedule_draws(host_info(), {64, false}, testing::variant_draws(6), seed);
   std::mt19937_64 rng(seed);
   const DType scale_types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
   testing::GateCounts counts;
