@@ -73,7 +73,7 @@ std::string kernel_name(const std::string& op, const std::map<std::string, std::
     // x float16, weight int8, y float16 always; then how x is scaled: dynamic (per token, from the
     // row max), a static per-token or per-tensor float32 x_scale, or fused (an int64 weight scale
     // and a float16 per-tensor x_scale). Smoothing when present; the runtime always passes a bias
-    // (zero when absent) and an (N, K) weight (a (K, N) one is copied transposed), so only kernels
+    // (zero when absent) and a (K, N) weight (an (N, K) one is copied transposed), so only kernels
     // without them are marked.
     what = alias + "_f16_s8_f16";
     if (param(id, "fused_scale", op) == "true")
@@ -86,7 +86,7 @@ std::string kernel_name(const std::string& op, const std::map<std::string, std::
       what += "_pertensor";
     if (param(id, "has_smooth", op) == "true") what += "_smooth";
     if (param(id, "has_bias", op) == "false") what += "_nobias";
-    if (param(id, "transpose_weight", op) == "false") what += "_wkn";
+    if (param(id, "transpose_weight", op) == "true") what += "_wnk";
   } else {
     invalid("kernel name", "no naming rule for ", op, " kernels yet (docs/naming.md)");
   }

@@ -684,7 +684,7 @@ OpGrammar quant_matmul_dequant_grammar() {
   g.keys.push_back(alias_key("smooth", "has_smooth", kFlags));
   g.keys.push_back(alias_key("bias", "has_bias", kFlags));
   g.defaults = [](Params& p) {
-    set_default(p, "transpose_weight", "true");
+    set_default(p, "transpose_weight", "false");  // the runtime's kernels read (K, N)
     set_default(p, "fused_scale", "false");
     const bool fused = p["fused_scale"] == "true";
     // A fused weight scale goes with a static per-tensor x scale; dynamic scales are per token.

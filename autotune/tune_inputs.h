@@ -57,7 +57,7 @@ namespace mmtune::tune {
 //   Gemm                float32, trans_a=false, trans_b=false, has_c=true, contract=strict
 //   QLinearMatMul       uint8,int8,uint8, scale_type=float32, requant=float32
 //   QGemm               uint8,int8, output float32, has_y_scale=true
-//   QuantMatmulDequant  transpose_weight=true, fused_scale=false, per_token=!fused_scale,
+//   QuantMatmulDequant  transpose_weight=false, fused_scale=false, per_token=!fused_scale,
 //                       dynamic=(per_token and not fused_scale), has_smooth=false, has_bias=true,
 //                       weight_scale.type=int64 if fused_scale else float32, x_scale.type=float16
 //                       if fused_scale and not dynamic else float32

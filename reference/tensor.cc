@@ -6,7 +6,7 @@
 #include <sstream>
 
 #if defined(__SSE2__)
-#include <xmmintrin.h>
+#include <emmintrin.h>
 #endif
 
 #include "reference/codecs.h"
@@ -101,6 +101,42 @@ std::string describe(const Tensor& t) {
 
 namespace {
 
+#if defined(__SSE2__)
+// The 16 x 16 bytes at src (row stride `cols`) transposed to dst (row stride `rows`): four rounds
+// of interleaves (bytes, then pairs, quads and octets of rows), 64 instructions for 256 bytes.
+void transpose_16x16_bytes(const uint8_t* src, int64_t cols, uint8_t* dst, int64_t rows) {
+  __m128i a[16], b[16];
+  for (int r = 0; r < 16; ++r)
+    a[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + r * cols));
+  // b[p] / b[p + 8]: rows 2p and 2p + 1 interleaved, columns 0-7 / 8-15 (a 16-bit unit a column).
+  for (int p = 0; p < 8; ++p) {
+    b[p] = _mm_unpacklo_epi8(a[2 * p], a[2 * p + 1]);
+    b[p + 8] = _mm_unpackhi_epi8(a[2 * p], a[2 * p + 1]);
+  }
+  // a[4g + q]: rows 4q..4q+3 of columns 4g..4g+3 (a 32-bit unit a column).
+  for (int h = 0; h < 2; ++h) {
+    for (int q = 0; q < 4; ++q) {
+      a[8 * h + q] = _mm_unpacklo_epi16(b[8 * h + 2 * q], b[8 * h + 2 * q + 1]);
+      a[8 * h + 4 + q] = _mm_unpackhi_epi16(b[8 * h + 2 * q], b[8 * h + 2 * q + 1]);
+    }
+  }
+  // b[2e + o]: rows 8o..8o+7 of columns 2e and 2e + 1 (a 64-bit unit a column).
+  for (int g = 0; g < 4; ++g) {
+    for (int o = 0; o < 2; ++o) {
+      b[4 * g + o] = _mm_unpacklo_epi32(a[4 * g + 2 * o], a[4 * g + 2 * o + 1]);
+      b[4 * g + 2 + o] = _mm_unpackhi_epi32(a[4 * g + 2 * o], a[4 * g + 2 * o + 1]);
+    }
+  }
+  // Column c: its 16 rows.
+  for (int e = 0; e < 8; ++e) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * e) * rows),
+                     _mm_unpacklo_epi64(b[2 * e], b[2 * e + 1]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * e + 1) * rows),
+                     _mm_unpackhi_epi64(b[2 * e], b[2 * e + 1]));
+  }
+}
+#endif
+
 template <class T>
 void transpose_into(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
   const T* s = reinterpret_cast<const T*>(src);
@@ -112,7 +148,38 @@ void transpose_into(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols
   // order with 4 x 4 register transposes 0.19 at 256^2, 0.36-0.39 at 512^2, 0.64-0.69 at 1024^2,
   // 2.4-2.5 at 4096^2 (64 MiB each way: memory-bound).
   constexpr int64_t kB = 8, kRows = 16;
-  for (int64_t i0 = 0; i0 < rows; i0 += kRows) {
+  int64_t whole_rows = 0;  // rows done by the byte path below
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 1) {
+    // Bytes (an int8 weight of QuantMatmulDequant, (N, K) to (K, N) on every call): blocks of
+    // 64 x 64, each 16 register transposes of 16 x 16, columns of 16 outer, so that every line
+    // of the output is written whole (64 bytes of one output row) before the next; the blocks in
+    // squares of 256 x 256, whose 512 pages of input and output stay in the TLB. 4096 x 4096 on
+    // Zen 4 (1 thread, best of 20): 17.7 ms in the scalar order below, 5.5 ms this way (2048^2:
+    // 2.1 -> 0.64 ms); a memcpy of the same 16 MiB takes 1.0 ms, so there is room left.
+    constexpr int64_t kBlock = 64, kT = 16, kSuper = 256;
+    whole_rows = rows / kBlock * kBlock;
+    const int64_t whole_cols = cols / kBlock * kBlock;
+    for (int64_t s0 = 0; s0 < whole_rows; s0 += kSuper) {
+      for (int64_t t0 = 0; t0 < whole_cols; t0 += kSuper) {
+        for (int64_t i0 = s0; i0 < std::min(whole_rows, s0 + kSuper); i0 += kBlock) {
+          for (int64_t j0 = t0; j0 < std::min(whole_cols, t0 + kSuper); j0 += kBlock) {
+            for (int64_t bj = 0; bj < kBlock; bj += kT) {
+              for (int64_t bi = 0; bi < kBlock; bi += kT) {
+                transpose_16x16_bytes(src + (i0 + bi) * cols + j0 + bj, cols,
+                                      dst + (j0 + bj) * rows + i0 + bi, rows);
+              }
+            }
+          }
+        }
+      }
+    }
+    for (int64_t i = 0; i < whole_rows; ++i) {
+      for (int64_t j = whole_cols; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+    }
+  }
+#endif
+  for (int64_t i0 = whole_rows; i0 < rows; i0 += kRows) {
     const int64_t i1 = std::min(rows, i0 + kRows);
     int64_t j0 = 0;
 #if defined(__SSE2__)

@@ -402,13 +402,14 @@ TEST(TensorStorage, AlignedToCacheLinesAndSized) {
 
 // transposed (the runtime's per-call transposes of A and B, the reference's transA / transB):
 // element (j, i) of the result is element (i, j) of x, bytes unchanged, for every element size and
-// shapes on both sides of its blocks (16 rows, 8 columns; 4 x 4 register transposes for 4 bytes).
+// shapes on both sides of its blocks (16 rows, 8 columns; 4 x 4 register transposes for 4 bytes;
+// for bytes, 64 x 64 blocks of 16 x 16 register transposes in squares of 256, then the edges).
 TEST(TensorStorage, TransposedMovesEveryElement) {
   int64_t compared = 0;
   for (DType t : {DType::kUInt8, DType::kFloat16, DType::kFloat32, DType::kFloat64}) {
     const std::size_t es = dtype_size(t);
-    for (int64_t rows : {1, 3, 8, 15, 16, 17, 33, 64, 100}) {
-      for (int64_t cols : {1, 4, 7, 8, 9, 16, 31, 64, 129}) {
+    for (int64_t rows : {1, 3, 8, 15, 16, 17, 33, 64, 100, 128, 320}) {
+      for (int64_t cols : {1, 4, 7, 8, 9, 16, 31, 64, 129, 256, 300}) {
         Tensor x = Tensor::uninitialized(t, {rows, cols});
         for (std::size_t b = 0; b < x.bytes.size(); ++b)
           x.bytes[b] = static_cast<uint8_t>((b * 131 + b / 7) & 0xFF);

@@ -581,9 +581,9 @@ TEST(QuantizedCoverage, ShippedDatabaseEntriesAreTheRuntimesKeys) {
         key = qgemm_identity(args);
       } else {
         ASSERT_EQ(op, "QuantMatmulDequant") << name;
-        // The runtime always passes a bias and an (N, K) weight.
+        // The runtime always passes a bias and a (K, N) weight.
         EXPECT_EQ(id.at("has_bias"), "true") << name;
-        EXPECT_EQ(id.at("transpose_weight"), "true") << name;
+        EXPECT_EQ(id.at("transpose_weight"), "false") << name;
         const Tensor t(DType::kFloat32, {1});
         const Tensor ws(id.at("weight_scale.type") == "int64" ? DType::kInt64 : DType::kFloat32,
                         {1});
@@ -595,6 +595,7 @@ TEST(QuantizedCoverage, ShippedDatabaseEntriesAreTheRuntimesKeys) {
         args.smooth_scale = id.at("has_smooth") == "true" ? &t : nullptr;
         args.x_quant_mode =
             id.at("per_token") == "true" ? XQuantMode::kPerToken : XQuantMode::kPerTensor;
+        args.transpose_weight = false;
         key = quant_matmul_dequant_identity(args);
       }
       EXPECT_EQ(key.params, id) << name;

@@ -52,7 +52,7 @@ const std::vector<std::string> kMoreSpecs = {
     "QGemm:int8,uint8:output=int8",
     "QGemm:uint8,uint8:y_scale=false",
     "QuantMatmulDequant:x_quant=static_pertoken:smooth=true:bias=false",
-    "QuantMatmulDequant:x_quant=static_pertensor:weight=kn",
+    "QuantMatmulDequant:x_quant=static_pertensor:weight=nk",
     "QuantMatmulDequant:fused_scale=true:smooth=true",
 };
 
@@ -95,8 +95,8 @@ TEST(TuneInputs, SpecsParseToTheirIdentitiesAndPrintCanonically) {
        "QuantMatmulDequant:x_quant=static_pertoken"},
       {"QuantMatmulDequant:x_quant=static_pertensor:fused_scale=true",
        "QuantMatmulDequant:fused_scale=true"},
-      {"QuantMatmulDequant:transpose_weight=false:bias=false",
-       "QuantMatmulDequant:weight=kn:bias=false"},
+      {"QuantMatmulDequant:transpose_weight=false:bias=false", "QuantMatmulDequant:bias=false"},
+      {"QuantMatmulDequant:transpose_weight=true", "QuantMatmulDequant:weight=nk"},
       {"QLinearMatMul:uint8,int8,uint8:prepacked_b=true",
        "QLinearMatMul:uint8,int8,uint8:prepacked_b=true"},
       {"Gemm:float32:prepacked_b=true:contract=fma", "Gemm:float32:contract=fma:prepacked_b=true"},
@@ -146,7 +146,7 @@ TEST(TuneInputs, SpecsParseToTheirIdentitiesAndPrintCanonically) {
   EXPECT_EQ(tune::parse_identity_spec("QuantMatmulDequant:fused_scale=true"),
             (KernelIdentity{"QuantMatmulDequant",
                             "mmtune_quant_matmul_dequant",
-                            {{"transpose_weight", "true"},
+                            {{"transpose_weight", "false"},
                              {"fused_scale", "true"},
                              {"dynamic", "false"},
                              {"per_token", "false"},
