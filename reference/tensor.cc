@@ -103,7 +103,7 @@ namespace {
 
 #if defined(__SSE2__)
 // The 16 x 16 bytes at src (row stride `cols`) transposed to dst (row stride `rows`): four rounds
-// of interleaves (bytes, then pairs, quads and octets of rows), 64 instructions for 256 bytes.
+// of interleaves (bytes, then pairs, quads and octets of rows): 64 interleaves for 256 bytes.
 void transpose_16x16_bytes(const uint8_t* src, int64_t cols, uint8_t* dst, int64_t rows) {
   __m128i a[16], b[16];
   for (int r = 0; r < 16; ++r)

@@ -5,8 +5,8 @@
 // weight (transpose_weight = true, the operator's default) is copied transposed on each call
 // (bytes move, nothing is rounded). The kernels read the weight a vector of N columns at a time:
 // from (N, K) those lanes lie K bytes apart, and with K a power of two they crowded one set of the
-// caches (1x4096x4096 took 66 ms a call on Zen 4, 1x1024x2048 six times 1x1024x2112); from the
-// (K, N) copy they are one load (docs/performance.md).
+// caches (1x4096x4096 took 66 ms a call on Zen 4, 1x1024x2048 four to eight times 1x1024x2112);
+// from the (K, N) copy they are one load (docs/performance.md).
 #include "mmtune/mmtune.h"
 #include "runtime/host/kernel_memory.h"
 #include "runtime/host/quant_matmul_dequant_host.h"
