@@ -148,7 +148,8 @@ void transpose_into(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols
   // order with 4 x 4 register transposes 0.19 at 256^2, 0.36-0.39 at 512^2, 0.64-0.69 at 1024^2,
   // 2.4-2.5 at 4096^2 (64 MiB each way: memory-bound).
   constexpr int64_t kB = 8, kRows = 16;
-  int64_t whole_rows = 0;  // rows done by the byte path below
+  // The byte path below does the first whole_rows x whole_cols; the loop after it does the rest.
+  int64_t whole_rows = 0, whole_cols = 0;
 #if defined(__SSE2__)
   if constexpr (sizeof(T) == 1) {
     // Bytes (an int8 weight of QuantMatmulDequant, (N, K) to (K, N) on every call): blocks of
@@ -159,7 +160,7 @@ void transpose_into(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols
     // 2.1 -> 0.64 ms); a memcpy of the same 16 MiB takes 1.0 ms, so there is room left.
     constexpr int64_t kBlock = 64, kT = 16, kSuper = 256;
     whole_rows = rows / kBlock * kBlock;
-    const int64_t whole_cols = cols / kBlock * kBlock;
+    whole_cols = cols / kBlock * kBlock;
     for (int64_t s0 = 0; s0 < whole_rows; s0 += kSuper) {
       for (int64_t t0 = 0; t0 < whole_cols; t0 += kSuper) {
         for (int64_t i0 = s0; i0 < std::min(whole_rows, s0 + kSuper); i0 += kBlock) {
@@ -174,14 +175,11 @@ void transpose_into(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols
         }
       }
     }
-    for (int64_t i = 0; i < whole_rows; ++i) {
-      for (int64_t j = whole_cols; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
-    }
   }
 #endif
-  for (int64_t i0 = whole_rows; i0 < rows; i0 += kRows) {
+  for (int64_t i0 = 0; i0 < rows; i0 += kRows) {
     const int64_t i1 = std::min(rows, i0 + kRows);
-    int64_t j0 = 0;
+    int64_t j0 = i0 < whole_rows ? whole_cols : 0;  // (whole_rows: a multiple of kRows)
 #if defined(__SSE2__)
     if constexpr (sizeof(T) == 4) {
       // Whole 16 x 8 blocks of 32-bit values: eight 4 x 4 register transposes (bit patterns move
