@@ -91,7 +91,7 @@ std::function<Tensor(DispatchInfo*)> typed_runtime_call(const OpCall& c) {
 }
 
 // The runtime's call with B prepacked (prepack_b, once per input copy, outside the timed calls):
-// Gemm, QGemm and QLinearMatMul with a 2-D b; nullptr for others.
+// Gemm, QGemm, QuantMatmulDequant and QLinearMatMul with a 2-D b; nullptr for others.
 std::function<Tensor(DispatchInfo*)> prepacked_runtime_call(const OpCall& c) {
   const std::string op = find_operator(c.op).name;
   if (op == "Gemm") {
@@ -109,6 +109,13 @@ std::function<Tensor(DispatchInfo*)> prepacked_runtime_call(const OpCall& c) {
     auto args = std::make_shared<QGemmArgs>(qgemm_args(c.inputs, c.attrs));
     auto pb = std::make_shared<runtime::PackedB>(runtime::prepack_b(*args));
     return [args, pb](DispatchInfo* info) { return runtime::qgemm(*args, *pb, info); };
+  }
+  if (op == "QuantMatmulDequant") {
+    auto args =
+        std::make_shared<QuantMatmulDequantArgs>(quant_matmul_dequant_args(c.inputs, c.attrs));
+    auto pb = std::make_shared<runtime::PackedB>(runtime::prepack_b(*args));
+    return
+        [args, pb](DispatchInfo* info) { return runtime::quant_matmul_dequant(*args, *pb, info); };
   }
   return nullptr;
 }
@@ -265,7 +272,9 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       for (const OpCall& c : copies) calls.push_back(prepacked_runtime_call(c));
       if (!calls[0]) {
         if (halide_if_kernel) continue;
-        invalid("bench", "--impl prepacked: Gemm, QGemm and QLinearMatMul with a 2-D b only (",
+        invalid("bench",
+                "--impl prepacked: Gemm, QGemm, QuantMatmulDequant and QLinearMatMul with a 2-D b "
+                "only (",
                 spec, ")");
       }
       DispatchInfo info;
@@ -384,7 +393,8 @@ Times the call users make: the runtime's typed entry point (mmtune::runtime::gem
 validates, dispatches to the ahead-of-time kernel linked into this build for the identity and
 shape (or the reference where none may run) and allocates the output, in this process against
   prepacked the same call with B prepacked once (mmtune::runtime::prepack_b; Gemm, QGemm,
-            QLinearMatMul with a 2-D b): the prepacked twin of the kernel, no packing per call
+            QuantMatmulDequant's weight, QLinearMatMul with a 2-D b): the prepacked twin of the
+            kernel, no packing per call
   prepared  the call prepared once (prepare_gemm / prepare_qlinear_matmul / prepare_qgemm, B
             prepacked) and run into an output made once: no validation, dispatch or allocation
             per call

@@ -213,7 +213,7 @@ Examples:
         draws.emplace_back(schedules::sample(name, info, acc, rng));
       for (const auto& schedule : draws) {
         for (bool prepacked : {false, true}) {
-          if (prepacked && (o->no_prepacked || !tune::has_prepacked_kernel(id))) continue;
+          if (prepacked && (o->no_prepacked || !tune::has_prepacked_kernel(id, target))) continue;
           if (!prepacked && only_prepacked) continue;
           Kernel k;
           k.spec = tune::identity_spec(id);

@@ -219,16 +219,44 @@ Tensor qgemm_halide(const QGemmArgs& args, const HalideVariant& v, JitRun* run) 
 Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const HalideVariant& v,
                                    JitRun* run) {
   const QuantMatmulDequantPlan plan = validate_quant_matmul_dequant(args);
-  LazyKernel kernel(kernel_key(quant_matmul_dequant_identity(args), v), v, run);
+  // A prepacked weight: packed from the (K, N) weight (an (N, K) one materialized transposed first)
+  // by the prepacked_b kernel's identity, which reads (K, N) and a bias (an absent one as zeros).
+  QuantMatmulDequantArgs call = args;
+  const Tensor zero_bias(DType::kInt32, {plan.n});
+  if (v.prepacked_b) {
+    call.transpose_weight = false;
+    if (!call.bias) call.bias = &zero_bias;
+  }
+  PanelLayout layout;
+  LazyKernel kernel(prepacked_key(quant_matmul_dequant_identity(call), v, /*dot8=*/true, &layout),
+                    v, run);
   require_halide_buffers("QuantMatmulDequant", {{"x", args.x->shape, args.x->dtype},
                                                 {"weight", args.weight->shape, args.weight->dtype},
                                                 {"y", {plan.m, plan.n}, DType::kFloat16}});
+  const bool packed = v.prepacked_b && !quant_matmul_dequant_no_kernel(plan);
+  PanelCache::Packed local;
+  PackedOperand packed_operand;
+  if (packed) {
+    if (plan.k == 0) {
+      // K = 0 runs as K = 1 over a zero x (run_quant_matmul_dequant_host): packed from a zero
+      // (1, N) weight, whose column sums are 0 (not cached: an empty weight has no storage to key).
+      const Tensor w(DType::kInt8, {1, plan.n});
+      local = {pack_b_panels(w, layout), column_sums_mod32(w)};
+      packed_operand = {&local.panels, &local.sums};
+    } else {
+      const Tensor w_kn = args.transpose_weight ? transposed(*args.weight) : Tensor();
+      const PanelCache::Packed& p =
+          packed_b(v, *args.weight, args.transpose_weight,
+                   args.transpose_weight ? w_kn : *args.weight, layout, true, local);
+      packed_operand = {&p.panels, &p.sums};
+    }
+  }
   return run_quant_matmul_dequant_host(
-      args, plan,
+      call, plan,
       [&](halide_buffer_t* x, halide_buffer_t* weight, halide_buffer_t* weight_scale,
           halide_buffer_t* bias, halide_buffer_t* x_scale, halide_buffer_t* smooth,
           halide_buffer_t* y) { return kernel(x, weight, weight_scale, bias, x_scale, smooth, y); },
-      kernel.placed_output());
+      kernel.placed_output(), packed ? &packed_operand : nullptr);
 }
 
 Tensor run_halide(std::string_view op_name, const NamedTensors& in, const Attributes& attrs,

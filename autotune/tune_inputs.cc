@@ -683,6 +683,7 @@ OpGrammar quant_matmul_dequant_grammar() {
        {{"nk", {{"transpose_weight", "true"}}}, {"kn", {{"transpose_weight", "false"}}}}});
   g.keys.push_back(alias_key("smooth", "has_smooth", kFlags));
   g.keys.push_back(alias_key("bias", "has_bias", kFlags));
+  g.keys.push_back(param_key("prepacked_b", {"true"}));
   g.defaults = [](Params& p) {
     set_default(p, "transpose_weight", "false");  // the runtime's kernels read (K, N)
     set_default(p, "fused_scale", "false");
@@ -1083,7 +1084,8 @@ KernelIdentity parse_identity_spec(const std::string& spec) {
   if (prepacked && !has_prepacked_kernel(plain)) {
     invalid(where,
             "prepacked_b=true: only float32 Gemm, 8-bit integer QLinearMatMul and QGemm, "
-            "with B not transposed, have a kernel reading B prepacked; ",
+            "with B not transposed, and QuantMatmulDequant with a (K, N) weight and a bias have a "
+            "kernel reading B prepacked; ",
             identity_spec(plain), " has none");
   }
   std::mt19937_64 rng(1);
@@ -1093,7 +1095,15 @@ KernelIdentity parse_identity_spec(const std::string& spec) {
   return id;
 }
 
-bool has_prepacked_kernel(const KernelIdentity& id) {
+bool has_prepacked_kernel(const KernelIdentity& id, const std::string& target) {
+  if (id.op == "QuantMatmulDequant") {
+    // x86 CPUs only: AArch64's sdot layout sums x_q itself, with no column sums to fold into the
+    // bias (generators/quant_matmul_dequant_generator.cc); HVX and CUDA are not built so.
+    const bool cpu_x86 = target.empty() ||
+                         (target.rfind("x86", 0) == 0 && target.find("-cuda") == std::string::npos);
+    return cpu_x86 && get(id.params, "transpose_weight") == "false" &&
+           get(id.params, "has_bias") == "true";
+  }
   if (get(id.params, "trans_b") == "true" || !get(id.params, "a_format").empty()) return false;
   if (id.op == "Gemm") return get(id.params, "A.type") == "float32";
   return id.op == "QLinearMatMul" || id.op == "QGemm";

@@ -72,9 +72,10 @@ namespace mmtune::tune {
 KernelIdentity parse_identity_spec(const std::string& spec);
 
 // Whether the runtime has a kernel of `id` that reads B prepacked (cmake/MmtuneKernels.cmake,
-// MMTUNE_PREPACKED: float32 Gemm, 8-bit QLinearMatMul and QGemm, B not transposed), whether or not
-// `id` itself says prepacked_b.
-bool has_prepacked_kernel(const KernelIdentity& id);
+// MMTUNE_PREPACKED: float32 Gemm, 8-bit QLinearMatMul and QGemm, B not transposed; the (K, N)
+// weight of QuantMatmulDequant with a bias, the runtime's identity, on x86 CPUs), whether or not
+// `id` itself says prepacked_b; `target` (a Halide target, "" for any) the kernel's.
+bool has_prepacked_kernel(const KernelIdentity& id, const std::string& target = "");
 // `id` without prepacked_b (the identity of the calls its kernel computes); `*prepacked` says
 // whether it was prepacked_b=true.
 KernelIdentity without_prepacked(KernelIdentity id, bool* prepacked = nullptr);

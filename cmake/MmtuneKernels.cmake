@@ -36,11 +36,13 @@ function(mmtune_shipped_kernel_targets out_var)
 endfunction()
 
 # Which kernels get a prepacked twin (a regular expression over "<op> <identity params>"): the
-# float32 Gemm, 8-bit integer QLinearMatMul and QGemm kernels by default; other identities'
-# prepack_b calls run their plain kernels (exact, packing B per call). "^$" builds none. An
-# identity whose prepacked kernels a database holds itself (tuned with B prepacked: params
+# float32 Gemm, 8-bit integer QLinearMatMul, QGemm and QuantMatmulDequant kernels by default; other
+# identities' prepack_b calls run their plain kernels (exact, packing B per call). "^$" builds none.
+# An identity whose prepacked kernels a database holds itself (tuned with B prepacked: params
 # prepacked_b=true) gets no twins there: its own prepacked kernels serve its prepack_b calls.
-set(MMTUNE_PREPACKED "^(Gemm A\\.type=float32 |QLinearMatMul a\\.type=u?int8 |QGemm )" CACHE STRING
+# QuantMatmulDequant's are built for x86 CPUs only (on ARM its sdot layout sums x_q itself, with no
+# column sums to fold into the bias: generators/quant_matmul_dequant_generator.cc; HVX not yet).
+set(MMTUNE_PREPACKED "^(Gemm A\\.type=float32 |QLinearMatMul a\\.type=u?int8 |QGemm |QuantMatmulDequant )" CACHE STRING
     "Kernels (regex over '<op> <identity params>') that get a prepacked-B twin")
 
 mmtune_shipped_kernel_targets(_mmtune_default_targets)
@@ -327,7 +329,9 @@ function(mmtune_add_kernels name)
         # once by the host; entries of the identity plus prepacked_b=true, named <op>..._prepacked__.
         set(twin "")
         if("${op} ${identity_text}" MATCHES "${MMTUNE_PREPACKED}" AND NOT identity_text MATCHES "_format="
-           AND NOT identity_text MATCHES "trans_b=true" AND NOT "prepacked_b=true" IN_LIST identity
+           AND NOT identity_text MATCHES "trans_b=true|transpose_weight=true"
+           AND NOT (op STREQUAL "QuantMatmulDequant" AND NOT target MATCHES "^x86-")
+           AND NOT "prepacked_b=true" IN_LIST identity
            AND NOT "${op} ${identity_text}" IN_LIST tuned_prepacked)
           string(REPLACE "__" "_prepacked__" twin "${kernel}")
           add_halide_library(${twin} FROM ${ARG_FROM}

@@ -12,11 +12,13 @@
 //
 // Inputs (Halide dims are (column, row)):
 //   x            float16 (m, k)
-//   weight       int8 (n, k) when transpose_weight, else (k, n)
+//   weight       int8 (n, k) when transpose_weight, else (k, n); with prepacked_b the (K, N) weight
+//                packed in this kernel's panels (runtime/host/packed_b.h)
 //   weight_scale (n,): float32, or with fused_scale the caller's int64 tensor as it is (type
 //   int64),
 //                whose low 32 bits hold the float32 scale (CANN's GatherMask pattern 1)
-//   bias         int32 (n,)                        read only when has_bias
+//   bias         int32 (n,)                        read only when has_bias; with prepacked_b
+//                bias - 128 * the weight's column sums, mod 2^32 (the host folds them)
 //   x_scale      per_token: float32 (m,); per tensor: one value, float32, or float16 when fused
 //                (type set by x_scale.type)        read only when !dynamic
 //   smooth       float16 (k,)                      read only when has_smooth
@@ -48,6 +50,11 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
   GeneratorParam<bool> per_token{"per_token", true};  // x_scale (m,) rather than one value
   GeneratorParam<bool> has_smooth{"has_smooth", false};
   GeneratorParam<bool> has_bias{"has_bias", false};
+  // The weight arrives prepacked (runtime/host/packed_b.h): the panels of this kernel's layout (or
+  // the (K, N) weight itself when the layout packs none), and the bias input holds
+  // bias - 128 * colsum (mod 2^32), colsum(j) = sum over k of weight(k, j), folded by the host
+  // (run_quant_matmul_dequant_host), so the kernel reads the weight once and sums no column.
+  GeneratorParam<bool> prepacked_b{"prepacked_b", false};
   schedules::ScheduleKnobs schedule_knobs;
 
   Input<Buffer<float16_t, 2>> x{"x"};
@@ -71,12 +78,28 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
       _halide_user_assert(x_scale.type() == want) << "x_scale.type must be " << want;
     }
 
+    _halide_user_assert(!(prepacked_b && (transpose_weight || !has_bias)))
+        << "a prepacked weight is (K, N) (transpose_weight=false) and its column sums come folded "
+           "into the bias (has_bias=true)";
+
     // A per-tensor x_scale may be a rank-0 tensor, viewed with a zero stride.
     if (!per_token) x_scale.dim(0).set_stride(Expr());
 
+    // The exact int32 sum of 8-bit products (below): its data layout, fixed by the schedule.
+    acc_.b_prepacked = prepacked_b;
+    p_.layout = schedule_knobs.layout(get_target(), acc_);
+    const bool flip = p_.layout.flip_a_sign;
+    _halide_user_assert(!(prepacked_b && flip))
+        << "a prepacked weight's column sums are folded into the bias for the offset x_q; the "
+           "sign-flipping layout (AArch64 sdot) sums x_q itself and has no prepacked form";
+    const bool b_in_panels = prepacked_b && p_.layout.packs_b();
+
     const Expr m = x.dim(1).extent();
     const Expr k = x.dim(0).extent();
-    const Expr n = transpose_weight ? weight.dim(1).extent() : weight.dim(0).extent();
+    // The weight in panels no longer tells N: y does.
+    const Expr n = b_in_panels        ? y.dim(0).extent()
+                   : transpose_weight ? weight.dim(1).extent()
+                                      : weight.dim(0).extent();
 
     Var kk("kk"), i("i");
     // float16 -> float32 exactly and back with RNE, on every target (generators/float16_codec).
@@ -129,16 +152,23 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     // k = 1 with zero x, which gives the same bits).
     // Where the layout flips A's sign (MatmulLayout::flip_a_sign: a same-sign dot product only,
     // AArch64's sdot), A is x_q itself as int8 and the sum needs no column-sum correction.
-    p_.layout = schedule_knobs.layout(get_target(), kAcc);
-    const bool flip = p_.layout.flip_a_sign;
     Var c("c"), rr("rr");
     Func a("a");
     const Expr stored = xq_(clamp(c, 0, k - 1), clamp(rr, 0, m - 1));
     a(c, rr) = flip ? cast(Int(8), cast(Int(16), stored) - 128) : stored;
     Func b = clamped_matrix(weight, n, k, transpose_weight, "w_clamped", KAxis::kRows);
-    RDom rs(0, k, "rs");
-    colsum_(c) = cast(UInt(32), 0);  // mod 2^32 by definition
-    colsum_(c) += cast(UInt(32), cast(Int(32), b(c, rs)));
+    if (b_in_panels) {
+      Func panels("panels");
+      panels(c, rr) = weight(c, rr);
+      p_.prepacked = panels;
+    }
+    // The column sums, where the kernel computes them (neither flipped nor folded into the bias).
+    const bool sums_columns = !flip && !prepacked_b;
+    if (sums_columns) {
+      RDom rs(0, k, "rs");
+      colsum_(c) = cast(UInt(32), 0);  // mod 2^32 by definition
+      colsum_(c) += cast(UInt(32), cast(Int(32), b(c, rs)));
+    }
 
     // Exact u8 x s8 products summed mod 2^32 by construction (uint32, with int32 partial sums of K
     // blocks where K is grouped, in the form Halide maps to pmaddwd / vpdpwssd / vpdpbusd).
@@ -146,7 +176,8 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
 
     // Stage 3: the epilogue.
     const Var j = p_.j, ii = p_.i;
-    Expr total = flip ? p_.acc(j, ii) : p_.acc(j, ii) - (colsum_(j) << 7);  // uint32: mod 2^32
+    // uint32: mod 2^32. Prepacked, the bias holds bias - 128 * colsum already.
+    Expr total = sums_columns ? p_.acc(j, ii) - (colsum_(j) << 7) : p_.acc(j, ii);
     if (has_bias) total = total + cast(UInt(32), bias(j));
     const Expr wscale = fused_scale ? reinterpret(Float(32), cast(UInt(32), weight_scale(j)))
                                     : Expr(weight_scale(j));
@@ -166,12 +197,12 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
     p_.per_row = {xq_};
     if (dynamic) p_.per_row.push_back(rowmax_);
     p_.per_call = {s, inv};
-    if (!flip) p_.per_column = {colsum_};
+    if (sums_columns) p_.per_column = {colsum_};
   }
 
   void schedule() {
     if (!using_autoscheduler()) {
-      schedule_knobs.apply(p_, get_target(), kAcc, get_pipeline());
+      schedule_knobs.apply(p_, get_target(), acc_, get_pipeline());
       return;
     }
     const auto e = schedule_knobs.autoschedule(p_);
@@ -187,7 +218,7 @@ class QuantMatmulDequantGenerator : public Generator<QuantMatmulDequantGenerator
  private:
   // The exact int32 sum of 8-bit products: x_q stored offset as uint8 times int8 weights, so
   // mixed-sign operands (AArch64's layout flips them back: flip_a_sign).
-  static constexpr schedules::Accumulator kAcc{32, true, 8, /*mixed_sign=*/true};
+  schedules::Accumulator acc_{32, true, 8, /*mixed_sign=*/true};
   Func xq_{"x_q"};
   Func rowmax_{"rowmax"};
   Func colsum_{"colsum"};

@@ -11,10 +11,26 @@ std::optional<std::string> quant_matmul_dequant_no_kernel(const QuantMatmulDequa
   return std::nullopt;
 }
 
+Tensor fold_column_sums_into_bias(const Tensor* bias, const Tensor& column_sums) {
+  MMTUNE_CHECK(column_sums.dtype == DType::kUInt32 && column_sums.rank() == 1,
+               "column sums are uint32 (N)");
+  const int64_t n = column_sums.shape[0];
+  MMTUNE_CHECK(!bias || bias->numel() == n, "bias of " << n << " values");
+  Tensor folded = Tensor::uninitialized(DType::kInt32, {n});
+  const uint32_t* sums = column_sums.data<uint32_t>();
+  const int32_t* b = bias ? bias->data<int32_t>() : nullptr;
+  uint32_t* out = folded.data<uint32_t>();
+  for (int64_t j = 0; j < n; ++j) {
+    const uint32_t v = b ? static_cast<uint32_t>(b[j]) : 0u;
+    out[j] = v - (sums[j] << 7);  // uint32: mod 2^32
+  }
+  return folded;
+}
+
 Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args,
                                      const QuantMatmulDequantPlan& plan,
                                      const QuantMatmulDequantKernelCall& call,
-                                     uint8_t* placed_output) {
+                                     uint8_t* placed_output, const PackedOperand* packed) {
   Tensor y = Tensor::uninitialized(DType::kFloat16, {plan.m, plan.n});  // the kernel writes it all
   if (y.numel() == 0) return y;
   // Absent optional inputs: 1-element dummies of the kernel's input types, never read.
@@ -34,11 +50,16 @@ Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args,
     smooth1.data<uint16_t>()[0] = 0x3C00;  // 1.0
   }
   const Tensor& x_t = k0 ? x1 : *args.x;
-  const Tensor& w_t = k0 ? w1 : *args.weight;
+  const Tensor& w_t = packed ? *packed->panels : k0 ? w1 : *args.weight;
+  MMTUNE_CHECK(!packed || packed->column_sums, "a prepacked weight comes with its column sums");
+  const Tensor folded =
+      packed ? fold_column_sums_into_bias(args.bias, *packed->column_sums) : Tensor();
   auto x = view(x_t, x_t.shape);
   auto weight = view(w_t, w_t.shape);
   auto weight_scale = view(*args.weight_scale, {plan.n});
-  auto bias = args.bias ? view(*args.bias, {plan.n}) : view(no_bias, {1});
+  auto bias = packed      ? view(folded, {plan.n})
+              : args.bias ? view(*args.bias, {plan.n})
+                          : view(no_bias, {1});
   auto x_scale = plan.dynamic ? view(no_x_scale, {1})
                  : args.x_quant_mode == XQuantMode::kPerToken
                      ? view(*args.x_scale, {plan.m})

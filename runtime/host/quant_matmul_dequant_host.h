@@ -11,6 +11,7 @@
 
 #include "HalideRuntime.h"
 #include "reference/quant_matmul_dequant.h"
+#include "runtime/host/packed_b.h"
 
 namespace mmtune {
 
@@ -28,9 +29,18 @@ std::optional<std::string> quant_matmul_dequant_no_kernel(const QuantMatmulDequa
 
 // Y of a valid call (`plan` = validate_quant_matmul_dequant(args)) through `call`, bit for bit the
 // reference's; when quant_matmul_dequant_no_kernel(plan) says so, without calling it.
+// With `packed` (a prepacked_b kernel: the (K, N) weight's panels and column sums, packed from a
+// weight of K >= 1 rows; for K = 0, from the (1, N) zero weight the call runs as), the kernel reads
+// the panels instead of args.weight and the bias as bias - 128 * column sums, mod 2^32 (an absent
+// bias as 0), folded here per call (N values).
 Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args,
                                      const QuantMatmulDequantPlan& plan,
                                      const QuantMatmulDequantKernelCall& call,
-                                     uint8_t* placed_output = nullptr);
+                                     uint8_t* placed_output = nullptr,
+                                     const PackedOperand* packed = nullptr);
+
+// The bias a prepacked_b kernel reads: bias(j) - 128 * column_sums(j) mod 2^32, an absent bias as
+// 0; `column_sums` uint32 (N), `bias` int32 (N) or nullptr.
+Tensor fold_column_sums_into_bias(const Tensor* bias, const Tensor& column_sums);
 
 }  // namespace mmtune

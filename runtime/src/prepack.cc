@@ -15,7 +15,7 @@ namespace {
 // The accumulator width of an identity's kernels (generators: float32 for float16/bfloat16/float32
 // Gemm, float64 for float64 and float8, the type's width for integer Gemm, 32 for 8-bit sums).
 int accumulator_bits(const KernelIdentity& id, bool* exact) {
-  if (id.op == "QGemm") {
+  if (id.op == "QGemm" || id.op == "QuantMatmulDequant") {  // x_q + 128 (uint8) x int8 weights
     *exact = true;
     return 32;
   }
@@ -28,6 +28,11 @@ int accumulator_bits(const KernelIdentity& id, bool* exact) {
   const DType t = *type;
   *exact = is_integer(t);
   return static_cast<int>(dtype_size(gemm_accumulation_type(t)) * 8);
+}
+
+// What an operator calls the B it packs.
+const char* packed_operand_name(const std::string& op) {
+  return op == "Gemm" || op == "QGemm" ? "B" : op == "QuantMatmulDequant" ? "weight" : "b";
 }
 
 }  // namespace
@@ -80,7 +85,7 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity i
   impl->n = b.shape[1];
   if (with_column_sums) impl->column_sums = column_sums_mod32(b);
   if (impl->k == 0 || impl->n == 0) {
-    impl->why_none = "B is empty: calls need no kernel";
+    impl->why_none = std::string(packed_operand_name(identity.op)) + " is empty: nothing to pack";
     return impl;
   }
   bool exact = false;
@@ -173,7 +178,7 @@ const PackedB::Impl& packed_for_call(const PackedB& packed, const std::string& o
   const PackedB::Impl* p = packed.impl();
   if (!p) invalid(op, "packed_b is empty; make it with prepack_b from this call's B");
   if (p->op != op) invalid(op, "packed_b holds a B prepacked for ", p->op, ", not ", op);
-  const std::string name = op == "Gemm" ? "B" : "b";
+  const std::string name = packed_operand_name(op);
   if (!b) invalid(op, name, " is null; pass the tensor packed_b was prepacked from");
   // p->what is "<dtype> <shape> <key>" (set_source): compared by its parts, the text built only
   // for the error.
@@ -202,7 +207,7 @@ std::size_t PackedB::bytes() const {
 std::string PackedB::description() const {
   if (!impl_) return "empty";
   std::ostringstream os;
-  os << impl_->op << " " << (impl_->op == "Gemm" ? "B " : "b ") << impl_->what;
+  os << impl_->op << " " << packed_operand_name(impl_->op) << " " << impl_->what;
   if (impl_->packings.empty()) {
     os << ": nothing packed (" << impl_->why_none << ")";
     return os.str();

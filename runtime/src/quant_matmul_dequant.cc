@@ -6,40 +6,70 @@
 // (bytes move, nothing is rounded). The kernels read the weight a vector of N columns at a time:
 // from (N, K) those lanes lie K bytes apart, and with K a power of two they crowded one set of the
 // caches (1x4096x4096 took 66 ms a call on Zen 4, 1x1024x2048 four to eight times 1x1024x2112);
-// from the (K, N) copy they are one load (docs/performance.md).
+// from the (K, N) copy they are one load (docs/performance.md). With a PackedB, the prepacked twin
+// of the kernel reads the weight's panels, packed once from either layout, and the bias with the
+// weight's column sums folded in (bias - 128 * colsum, N values a call): no copy of the weight,
+// no column sums per call.
 #include "mmtune/mmtune.h"
+#include "reference/validate.h"
 #include "runtime/host/kernel_memory.h"
 #include "runtime/host/quant_matmul_dequant_host.h"
+#include "runtime/src/calls.h"
 #include "runtime/src/kernel_call.h"
 
 namespace mmtune::runtime {
+namespace {
 
-Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* info) {
-  const QuantMatmulDequantPlan plan =
-      validate_quant_matmul_dequant(args);  // the reference's checks
+constexpr const char* kOp = "QuantMatmulDequant";
+
+// The canonical call's identity, before any copy is made: bias present (`zero_bias` where the call
+// has none), weight (K, N).
+QuantMatmulDequantArgs canonical(const QuantMatmulDequantArgs& args, const Tensor& zero_bias) {
+  QuantMatmulDequantArgs canon = args;
+  if (!canon.bias) canon.bias = &zero_bias;
+  canon.transpose_weight = false;
+  return canon;
+}
+
+// What fixes a PackedB besides the weight's dtype and shape (PackedB::Impl::what).
+std::string packing_key(const QuantMatmulDequantArgs& args) {
+  auto type = [](const Tensor* t) { return t ? dtype_name(t->dtype) : "none"; };
+  return std::string("transpose_weight=") + (args.transpose_weight ? "1" : "0") +
+         " weight_scale=" + type(args.weight_scale) + " x_scale=" + type(args.x_scale) +
+         " x_quant_mode=" +
+         (args.x_quant_mode == XQuantMode::kPerToken ? "pertoken" : "pertensor") +
+         " smooth_scale=" + (args.smooth_scale ? "yes" : "no");
+}
+
+// plan = validate_quant_matmul_dequant(args) (the reference's checks and messages).
+Tensor run_quant_matmul_dequant(const QuantMatmulDequantArgs& args,
+                                const QuantMatmulDequantPlan& plan, const PackedB::Impl* packed,
+                                DispatchInfo* info) {
   DispatchInfo local;
   DispatchInfo& out = info ? *info : local;
   if (auto why = quant_matmul_dequant_no_kernel(plan)) {
     out = {"reference", *why};
     return run_quant_matmul_dequant_host(args, plan, {});  // calls no kernel
   }
-  // The canonical call's identity, before any copy is made: bias present, weight (K, N).
   const Tensor zero_bias(DType::kInt32, {plan.n});
-  QuantMatmulDequantArgs canon = args;
-  if (!canon.bias) canon.bias = &zero_bias;
-  canon.transpose_weight = false;
-
+  QuantMatmulDequantArgs canon = canonical(args, zero_bias);
   const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, DType::kFloat16},
                                             {{plan.k, plan.n}, DType::kInt8},
                                             {{plan.m, plan.n}, DType::kFloat16}};
-  const KernelEntry* kernel =
-      choose_kernel(quant_matmul_dequant_identity(canon), plan.m, plan.n, plan.k, buffers, info);
-  if (!kernel) return mmtune::quant_matmul_dequant(args);
+  const Chosen chosen =
+      choose_for_call([&] { return quant_matmul_dequant_identity(canon); }, packed, plan.m, plan.n,
+                      plan.k, buffers, DType::kInt8, "weight", info);
+  if (!chosen.kernel) return mmtune::quant_matmul_dequant(args);
 
+  PackedOperand operand;
   host::ScratchTensor weight_t;  // on this thread's scratch
-  if (args.transpose_weight) canon.weight = &weight_t.transpose_of(*args.weight);
-  KernelCall call(*kernel);
-  const auto fn = reinterpret_cast<QuantMatmulDequantKernelFn>(kernel->fn);
+  if (chosen.panels) {
+    operand = {&chosen.panels->panels, &packed->column_sums};
+  } else if (args.transpose_weight) {
+    canon.weight = &weight_t.transpose_of(*args.weight);
+  }
+  KernelCall call(*chosen.kernel);
+  const auto fn = reinterpret_cast<QuantMatmulDequantKernelFn>(chosen.kernel->fn);
   return run_quant_matmul_dequant_host(
       canon, plan,
       [&](halide_buffer_t* x, halide_buffer_t* weight, halide_buffer_t* weight_scale,
@@ -48,7 +78,42 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
         const int rc = fn(call.user_context(), x, weight, weight_scale, bias, x_scale, smooth, y);
         call.check(rc);
         return rc;
-      });
+      },
+      nullptr, chosen.panels ? &operand : nullptr);
+}
+
+}  // namespace
+
+Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* info) {
+  return run_quant_matmul_dequant(args, validate_quant_matmul_dequant(args), nullptr, info);
+}
+
+Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, const PackedB& packed_b,
+                            DispatchInfo* info) {
+  const PackedB::Impl& p =
+      packed_for_call(packed_b, kOp, args.weight, args.weight ? packing_key(args) : "");
+  return run_quant_matmul_dequant(args, validate_quant_matmul_dequant(args), &p, info);
+}
+
+PackedB prepack_b(const QuantMatmulDequantArgs& args, const PrepackOptions& options) {
+  const Tensor& w = require_present(kOp, "weight", args.weight);
+  require_rank(kOp, "weight", w, 2);
+  require_dtype(kOp, "weight", w, {DType::kInt8});
+  // The weight scale's dtype, the x scale's presence and dtype, the mode and the smoothing fix
+  // the kernels' identity (their values are the calls').
+  const Tensor& ws = require_present(kOp, "weight_scale", args.weight_scale);
+  require_dtype(kOp, "weight_scale", ws, {DType::kFloat32, DType::kInt64});
+  if (args.x_scale)
+    require_dtype(kOp, "x_scale", *args.x_scale, {DType::kFloat32, DType::kFloat16});
+  const Tensor zero_bias(DType::kInt32, {1});
+  // The weight (K, N): transposed once here from (N, K).
+  Tensor fresh_kn;
+  const Tensor& w_kn = args.transpose_weight ? (fresh_kn = transposed(w)) : w;
+  auto impl = pack_for_kernels(kOp, quant_matmul_dequant_identity(canonical(args, zero_bias)), w_kn,
+                               /*dot8=*/true, /*with_column_sums=*/true, options);
+  impl->trans_b = args.transpose_weight;
+  impl->set_source(w, packing_key(args));
+  return PackedB(std::move(impl));
 }
 
 }  // namespace mmtune::runtime

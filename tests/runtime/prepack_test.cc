@@ -19,6 +19,7 @@
 #include "reference/gemm.h"
 #include "reference/qgemm.h"
 #include "reference/qlinear_matmul.h"
+#include "reference/quant_matmul_dequant.h"
 #include "runtime/host/packed_b.h"
 #include "schedules/schedule.h"
 #include "schedules/target_info.h"
@@ -332,6 +333,66 @@ TEST(PackedB, QGemmIsBitExactAndRunsThePrepackedKernel) {
             << " on a prepacked kernel (level " << runtime::kernel_target() << ")\n";
 }
 
+// QuantMatmulDequant with a PackedB: dynamic per-token scales with and without smoothing (the
+// shipped identities), both weight layouts, a bias or none with one PackedB (the bias is the
+// call's: the weight's column sums are folded into it per call), all-zero rows, K beyond 2^15
+// (the sum's blocks), the data cases that saturate, tie and wrap; and a static per-token call
+// (no kernel: the reference, exactly, through the same PackedB API).
+TEST(PackedB, QuantMatmulDequantIsBitExactAndRunsThePrepackedKernel) {
+  std::mt19937_64 rng(testing::variant_seed() + 8);
+  int prepacked_runs = 0, calls = 0;
+  const std::vector<tune::QmdCase> cases = {{"decode", 1, 1000, 700, tune::QmdData::kRandom},
+                                            {"batch", 16, 600, 530, tune::QmdData::kZeroRows},
+                                            {"prefill", 100, 129, 65, tune::QmdData::kSaturate},
+                                            {"ties", 7, 50, 40, tune::QmdData::kTies},
+                                            {"wrap", 3, 33, 300, tune::QmdData::kWrap},
+                                            {"deep K", 2, 20, 33100, tune::QmdData::kRandom}};
+  for (const bool smooth : {false, true}) {
+    const bool twins = has_prepacked("QuantMatmulDequant", "has_smooth", smooth ? "true" : "false");
+    for (const tune::QmdCase& c : cases) {
+      for (const bool transpose : {true, false}) {
+        const tune::QmdInputs in = tune::make_quant_matmul_dequant_inputs(
+            {tune::QmdMode::kDynamic, smooth, /*bias=*/true, transpose}, c, rng);
+        QuantMatmulDequantArgs args = in.args();
+        const runtime::PackedB pb = runtime::prepack_b(args);
+        EXPECT_EQ(pb.op(), "QuantMatmulDequant");
+        for (const bool bias : {true, false}) {
+          args.bias = bias ? &in.bias : nullptr;
+          DispatchInfo info;
+          const Tensor y = runtime::quant_matmul_dequant(args, pb, &info);
+          const std::string context =
+              c.category + " " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+              std::to_string(c.k) + " smooth=" + std::to_string(smooth) +
+              " transpose_weight=" + std::to_string(transpose) + " bias=" + std::to_string(bias) +
+              ": " + info.kernel + " " + info.reason + " / " + pb.description();
+          ASSERT_TRUE(testing::bit_equal(quant_matmul_dequant(args), y, context));
+          ++calls;
+          const bool ran_twin = info.kernel.find("_prepacked__") != std::string::npos;
+          prepacked_runs += ran_twin;
+          if (ran_twin) {
+            EXPECT_NE(info.reason.find("weight prepacked"), std::string::npos) << context;
+          }
+          if (twins) {
+            EXPECT_TRUE(ran_twin) << context;
+          }
+        }
+      }
+    }
+  }
+  // Static per-token scales: no kernel in any build; prepack_b packs nothing and says why.
+  const tune::QmdInputs in = tune::make_quant_matmul_dequant_inputs(
+      {tune::QmdMode::kStaticPerToken, false, true, true}, {"static", 4, 30, 20}, rng);
+  const QuantMatmulDequantArgs args = in.args();
+  const runtime::PackedB pb = runtime::prepack_b(args);
+  DispatchInfo info;
+  EXPECT_TRUE(testing::bit_equal(quant_matmul_dequant(args),
+                                 runtime::quant_matmul_dequant(args, pb, &info), "static"));
+  EXPECT_EQ(info.kernel, "reference") << info.reason;
+  EXPECT_NE(pb.description().find("nothing packed"), std::string::npos) << pb.description();
+  std::cout << "[prepack] QuantMatmulDequant: " << calls << " calls bit-exact, " << prepacked_runs
+            << " on a prepacked kernel (level " << runtime::kernel_target() << ")\n";
+}
+
 // A plain 8-bit call (no PackedB) where the best level this CPU runs has only prepacked kernels
 // of its identity (the AMX level: its tiles read B in panels) packs B for itself when it has at
 // least 32 rows of A and 2^23 products, and runs that level's prepacked kernel, the one a call
@@ -491,6 +552,52 @@ TEST(PackedB, MismatchesAreRefused) {
   GemmArgs bad;
   bad.b = &b8;
   EXPECT_NE(refused([&] { runtime::prepack_b(bad); }).find("int8"), std::string::npos);
+
+  // QuantMatmulDequant: another operator's PackedB, another weight tensor, shape or layout, other
+  // scale modes, no weight; prepack_b's own checks (the weight's type, a weight_scale).
+  const tune::QmdInputs qin = tune::make_quant_matmul_dequant_inputs(
+      {tune::QmdMode::kDynamic, false, true, true}, {"small", 3, 12, 8}, rng);
+  QuantMatmulDequantArgs d = qin.args();
+  EXPECT_NE(refused([&] { runtime::quant_matmul_dequant(d, pb); }).find("prepacked for Gemm"),
+            std::string::npos);
+  const runtime::PackedB dpb = runtime::prepack_b(d);
+  EXPECT_NE(refused([&] { runtime::gemm(g.args, dpb); }).find("prepacked for QuantMatmulDequant"),
+            std::string::npos);
+  Tensor w_copy = qin.weight;
+  d.weight = &w_copy;
+  EXPECT_NE(refused([&] {
+              runtime::quant_matmul_dequant(d, dpb);
+            }).find("weight is not the tensor packed_b was prepacked from"),
+            std::string::npos);
+  d = qin.args();
+  d.transpose_weight = false;  // the same (12, 8) bytes read as (K, N): another call
+  EXPECT_NE(refused([&] { runtime::quant_matmul_dequant(d, dpb); }).find("transpose_weight=0"),
+            std::string::npos);
+  d = qin.args();
+  d.smooth_scale = &qin.smooth;
+  EXPECT_NE(refused([&] { runtime::quant_matmul_dequant(d, dpb); }).find("smooth_scale=yes"),
+            std::string::npos);
+  d = qin.args();
+  d.x_scale = &qin.x_scale;
+  EXPECT_NE(refused([&] { runtime::quant_matmul_dequant(d, dpb); }).find("x_scale=float32"),
+            std::string::npos);
+  d = qin.args();
+  d.weight = nullptr;
+  EXPECT_NE(refused([&] { runtime::quant_matmul_dequant(d, dpb); }).find("weight is null"),
+            std::string::npos);
+  d = qin.args();
+  Tensor w_u8(DType::kUInt8, qin.weight.shape);
+  d.weight = &w_u8;
+  EXPECT_NE(refused([&] { runtime::prepack_b(d); }).find("uint8"), std::string::npos);
+  d = qin.args();
+  d.weight_scale = nullptr;
+  EXPECT_NE(refused([&] { runtime::prepack_b(d); }).find("weight_scale"), std::string::npos);
+  // A call the PackedB fits but the reference refuses: the operator's own message.
+  d = qin.args();
+  Tensor short_bias(DType::kInt32, {5});
+  d.bias = &short_bias;
+  EXPECT_NE(refused([&] { runtime::quant_matmul_dequant(d, dpb); }).find("bias"),
+            std::string::npos);
 }
 
 // PrepackOptions::rows: prepack_b packs only the layouts of the kernels those rows select; a call

@@ -4,7 +4,8 @@
 // QLinearMatMul: per-tensor / per-row / per-column parameters, N-D batch broadcasting, 1-D
 // operands, full-range values, an int32 sum that wraps. QGemm: both transposes, every C kind,
 // per-column b parameters, alpha, float32 output with and without y_scale. QuantMatmulDequant:
-// bias or not, both weight layouts, all-zero rows, K = 0 (which the kernel computes). Then the
+// bias or not, both weight layouts, all-zero rows, K = 0 (which the kernel computes); a prepacked
+// twin with its weight packed by prepack_b (K = 0: the plain kernel, nothing to pack). Then the
 // calls that take the reference and say why (K = 0, an empty Y, identities without a kernel), and
 // the databases' quantized entries against the keys the runtime computes.
 #include <gtest/gtest.h>
@@ -282,10 +283,13 @@ TEST_P(QuantMatmulDequantRuntime, ShippedKernelIsBitExact) {
   ASSERT_EQ(kernel.identity.at("dynamic"), "true") << "static kernels: not covered here";
   ASSERT_EQ(kernel.identity.at("fused_scale"), "false");
   const bool smooth = kernel.identity.at("has_smooth") == "true";
+  // A prepacked twin (prepacked_b=true) is called as users call it: the weight packed by
+  // prepack_b, from either layout.
+  const bool prepacked = kernel.identity.count("prepacked_b") > 0;
   const auto [rows, cols] = tile_of(kernel);
   const uint64_t seed = seed_for(kernel.name);
   std::mt19937_64 rng(seed);
-  int64_t cases = 0;
+  int64_t cases = 0, plain_k0 = 0;
   int combo = 0;
   // Each shape moved into the kernel's bucket, so that this kernel is the one that serves it.
   const runtime::Bucket bucket = testing::bucket_of(kernel.name);
@@ -315,14 +319,30 @@ TEST_P(QuantMatmulDequantRuntime, ShippedKernelIsBitExact) {
       context << kernel.name << " " << s.category << " M=" << m << " N=" << n << " K=" << k
               << " bias=" << bias << " transpose_weight=" << transpose << " seed=" << seed;
       const Tensor expected = quant_matmul_dequant(args);
-      ASSERT_TRUE(runs_on_kernel(
-          kernel.name, expected,
-          [&](DispatchInfo* info) { return runtime::quant_matmul_dequant(args, info); },
-          context.str()));
+      auto run = [&](DispatchInfo* info) {
+        return prepacked ? runtime::quant_matmul_dequant(args, runtime::prepack_b(args), info)
+                         : runtime::quant_matmul_dequant(args, info);
+      };
+      if (prepacked && k == 0) {
+        // An empty weight has nothing to pack: the call runs the plain kernel, and says so.
+        DispatchInfo info;
+        ASSERT_TRUE(testing::bit_equal(expected, run(&info), context.str()));
+        EXPECT_NE(
+            info.reason.find("weight not prepacked for it (weight is empty: nothing to pack)"),
+            std::string::npos)
+            << info.reason << " (" << context.str() << ")";
+        ++plain_k0;
+        continue;
+      }
+      ASSERT_TRUE(runs_on_kernel(kernel.name, expected, run, context.str()));
       ++cases;
     }
   }
-  std::cout << "[runtime] " << kernel.name << ": " << cases << " cases bit-exact\n";
+  std::cout << "[runtime] " << kernel.name << ": " << cases << " cases bit-exact"
+            << (prepacked ? " (weight prepacked; " + std::to_string(plain_k0) +
+                                " with K = 0 on the plain kernel, bit-exact)"
+                          : "")
+            << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, QuantMatmulDequantRuntime,

@@ -2,7 +2,9 @@
 // (dynamic per token; static per token; static per tensor float32; fused int64 weight scale with a
 // float16 per-tensor x scale) x (smooth or not) x (bias or not) x (both weight layouts), each under
 // the default schedule and random draws (2 by default; 20 with MMTUNE_LONG=1) from the host
-// template's space (K grouping included: the sum is exact), on every shape category of
+// template's space (K grouping included: the sum is exact), every other draw with the weight
+// prepacked (the prepacked_b kernel, prepack_b's path: panels, column sums folded into the bias),
+// on every shape category of
 // testing::matmul_shapes plus the operator's own: all-zero rows (0 * Inf in dynamic mode), float16
 // saturation at +-65504, RNE ties of the quantization, bias wrapping, special x values (Inf, NaN,
 // subnormals) and subnormal scales, K = 0, and an int32 sum that wraps (K = 150000). A failure
@@ -67,15 +69,18 @@ TEST_P(QuantMatmulDequantVariants, BitExactAgainstReference) {
       testing::schedule_draws(host_info(), {32, true}, testing::variant_draws(2), seed);
   std::mt19937_64 rng(seed);
   testing::GateCounts counts;
-  for (const auto& draw : draws) {
-    const HalideVariant variant{draw.schedule, "host"};
+  for (std::size_t d = 0; d < draws.size(); ++d) {
+    const auto& draw = draws[d];
+    HalideVariant variant{draw.schedule, "host"};
+    variant.prepacked_b = d % 2 == 1;  // every other draw prepacks the weight (prepack_b's path)
     for (const Case& s : cases_for(draw.tile.rows, draw.tile.cols)) {
       const Inputs in = tune::make_quant_matmul_dequant_inputs(c, s, rng);
       const QuantMatmulDequantArgs args = in.args();
       const Tensor expected = quant_matmul_dequant(args);
       std::ostringstream context;
       context << "QuantMatmulDequant " << c.name() << " " << s.category << " m=" << s.m
-              << " n=" << s.n << " k=" << s.k << " schedule " << draw.name << " "
+              << " n=" << s.n << " k=" << s.k << (variant.prepacked_b ? " weight prepacked" : "")
+              << " schedule " << draw.name << " "
               << kernel_key(quant_matmul_dequant_identity(args), variant).to_string() << " seed "
               << seed;
       // Every case runs a kernel: K = 0 runs as K = 1 over a zero x (the host's rule).

@@ -101,6 +101,8 @@ TEST(TuneInputs, SpecsParseToTheirIdentitiesAndPrintCanonically) {
        "QLinearMatMul:uint8,int8,uint8:prepacked_b=true"},
       {"Gemm:float32:prepacked_b=true:contract=fma", "Gemm:float32:contract=fma:prepacked_b=true"},
       {"QGemm:uint8,int8:prepacked_b=true", "QGemm:uint8,int8:prepacked_b=true"},
+      {"QuantMatmulDequant:prepacked_b=true:smooth=true",
+       "QuantMatmulDequant:smooth=true:prepacked_b=true"},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.spec);
@@ -196,7 +198,8 @@ TEST(TuneInputs, InvalidSpecsNameTheBadPart) {
       {"Gemm:float32:trans_b=true:prepacked_b=true", "Gemm:float32:trans_b=true has none"},
       {"QLinearMatMul:float8e4m3fn:prepacked_b=true", "has none"},
       {"QLinearMatMul:uint8:prepacked_b=false", "prepacked_b is one of true, not 'false'"},
-      {"QuantMatmulDequant:prepacked_b=true", "unknown key 'prepacked_b'"},
+      {"QuantMatmulDequant:weight=nk:prepacked_b=true", "QuantMatmulDequant:weight=nk has none"},
+      {"QuantMatmulDequant:bias=false:prepacked_b=true", "has none"},
   };
   for (const Row& r : rows) {
     const std::string message =

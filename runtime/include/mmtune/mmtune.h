@@ -117,10 +117,18 @@ struct PrepackOptions {
 PackedB prepack_b(const GemmArgs& args, const PrepackOptions& options = {});
 PackedB prepack_b(const QLinearMatMulArgs& args, const PrepackOptions& options = {});
 PackedB prepack_b(const QGemmArgs& args, const PrepackOptions& options = {});
+// QuantMatmulDequant: args.weight packed (from (N, K) under transpose_weight, else (K, N)); read
+// besides it: weight_scale's dtype, whether x_scale is given and its dtype, x_quant_mode and
+// whether smooth_scale is given (not their values; bias is the call's). The panels and the
+// weight's column sums are kept; a call folds the sums into its bias (N values) and copies no
+// weight. No prepared form and no memo of calls: each call is validated and dispatched.
+PackedB prepack_b(const QuantMatmulDequantArgs& args, const PrepackOptions& options = {});
 Tensor gemm(const GemmArgs& args, const PackedB& packed_b, DispatchInfo* info = nullptr);
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, const PackedB& packed_b,
                       DispatchInfo* info = nullptr);
 Tensor qgemm(const QGemmArgs& args, const PackedB& packed_b, DispatchInfo* info = nullptr);
+Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, const PackedB& packed_b,
+                            DispatchInfo* info = nullptr);
 
 // Prepared calls: the work of a call that does not depend on the data done once — validation,
 // the kernel's choice, the buffers' description, the quantization parameters' widening — so that
