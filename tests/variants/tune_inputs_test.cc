@@ -218,15 +218,25 @@ TEST(TuneInputs, EveryIdentityHasACanonicalSpec) {
     EXPECT_EQ(tune::identity_spec(tune::parse_identity_spec(spec)), spec);
   }
   // The shipped QuantMatmulDequant kernels are the default modes, with or without smoothing,
-  // and the fused scale (the cross targets' databases carry it, as `mmtune verify` checks it).
+  // and the fused scale (the cross targets' databases carry it, as `mmtune verify` checks it);
+  // some of them read the weight prepacked (prepacked_b=true, x86 only).
   const std::set<std::string> shipped_modes = {"QuantMatmulDequant",
                                                "QuantMatmulDequant:smooth=true",
                                                "QuantMatmulDequant:fused_scale=true"};
+  int prepacked = 0;
   for (const KernelIdentity& id : shipped) {
     if (id.op == "QuantMatmulDequant") {
-      EXPECT_EQ(shipped_modes.count(tune::identity_spec(id)), 1u) << tune::identity_spec(id);
+      bool is_prepacked = false;
+      const std::string mode = tune::identity_spec(tune::without_prepacked(id, &is_prepacked));
+      EXPECT_EQ(shipped_modes.count(mode), 1u) << tune::identity_spec(id);
+      if (is_prepacked) {
+        ++prepacked;
+        EXPECT_TRUE(tune::has_prepacked_kernel(id, "x86-64-linux-avx2-fma-f16c")) << mode;
+        EXPECT_FALSE(tune::has_prepacked_kernel(id, "arm-64-linux-arm_dot_prod")) << mode;
+      }
     }
   }
+  EXPECT_GE(prepacked, 2);
   // Identities no call has.
   KernelIdentity id = tune::parse_identity_spec("Gemm:int32");
   id.params["contract"] = "fma";
