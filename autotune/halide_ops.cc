@@ -221,12 +221,8 @@ Tensor quant_matmul_dequant_halide(const QuantMatmulDequantArgs& args, const Hal
   const QuantMatmulDequantPlan plan = validate_quant_matmul_dequant(args);
   // A prepacked weight: packed from the (K, N) weight (an (N, K) one materialized transposed first)
   // by the prepacked_b kernel's identity, which reads (K, N) and a bias (an absent one as zeros).
-  QuantMatmulDequantArgs call = args;
   const Tensor zero_bias(DType::kInt32, {plan.n});
-  if (v.prepacked_b) {
-    call.transpose_weight = false;
-    if (!call.bias) call.bias = &zero_bias;
-  }
+  const QuantMatmulDequantArgs call = v.prepacked_b ? kn_weight_with_bias(args, zero_bias) : args;
   PanelLayout layout;
   LazyKernel kernel(prepacked_key(quant_matmul_dequant_identity(call), v, /*dot8=*/true, &layout),
                     v, run);

@@ -11,6 +11,14 @@ std::optional<std::string> quant_matmul_dequant_no_kernel(const QuantMatmulDequa
   return std::nullopt;
 }
 
+QuantMatmulDequantArgs kn_weight_with_bias(const QuantMatmulDequantArgs& args,
+                                           const Tensor& zero_bias) {
+  QuantMatmulDequantArgs canon = args;
+  if (!canon.bias) canon.bias = &zero_bias;
+  canon.transpose_weight = false;
+  return canon;
+}
+
 Tensor fold_column_sums_into_bias(const Tensor* bias, const Tensor& column_sums) {
   MMTUNE_CHECK(column_sums.dtype == DType::kUInt32 && column_sums.rank() == 1,
                "column sums are uint32 (N)");

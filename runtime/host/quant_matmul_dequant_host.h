@@ -39,6 +39,12 @@ Tensor run_quant_matmul_dequant_host(const QuantMatmulDequantArgs& args,
                                      uint8_t* placed_output = nullptr,
                                      const PackedOperand* packed = nullptr);
 
+// The call as the runtime's kernels and every prepacked_b kernel take it: the weight read (K, N)
+// (transpose_weight = false; the caller supplies the (K, N) copy or the panels) and a bias,
+// `zero_bias` (int32 (N), outliving the result) where the call has none (the sum plus 0).
+QuantMatmulDequantArgs kn_weight_with_bias(const QuantMatmulDequantArgs& args,
+                                           const Tensor& zero_bias);
+
 // The bias a prepacked_b kernel reads: bias(j) - 128 * column_sums(j) mod 2^32, an absent bias as
 // 0; `column_sums` uint32 (N), `bias` int32 (N) or nullptr.
 Tensor fold_column_sums_into_bias(const Tensor* bias, const Tensor& column_sums);

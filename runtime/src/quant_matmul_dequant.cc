@@ -22,15 +22,6 @@ namespace {
 
 constexpr const char* kOp = "QuantMatmulDequant";
 
-// The canonical call's identity, before any copy is made: bias present (`zero_bias` where the call
-// has none), weight (K, N).
-QuantMatmulDequantArgs canonical(const QuantMatmulDequantArgs& args, const Tensor& zero_bias) {
-  QuantMatmulDequantArgs canon = args;
-  if (!canon.bias) canon.bias = &zero_bias;
-  canon.transpose_weight = false;
-  return canon;
-}
-
 // What fixes a PackedB besides the weight's dtype and shape (PackedB::Impl::what).
 std::string packing_key(const QuantMatmulDequantArgs& args) {
   auto type = [](const Tensor* t) { return t ? dtype_name(t->dtype) : "none"; };
@@ -52,7 +43,7 @@ Tensor run_quant_matmul_dequant(const QuantMatmulDequantArgs& args,
     return run_quant_matmul_dequant_host(args, plan, {});  // calls no kernel
   }
   const Tensor zero_bias(DType::kInt32, {plan.n});
-  QuantMatmulDequantArgs canon = canonical(args, zero_bias);
+  QuantMatmulDequantArgs canon = kn_weight_with_bias(args, zero_bias);
   const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, DType::kFloat16},
                                             {{plan.k, plan.n}, DType::kInt8},
                                             {{plan.m, plan.n}, DType::kFloat16}};
@@ -109,8 +100,9 @@ PackedB prepack_b(const QuantMatmulDequantArgs& args, const PrepackOptions& opti
   // The weight (K, N): transposed once here from (N, K).
   Tensor fresh_kn;
   const Tensor& w_kn = args.transpose_weight ? (fresh_kn = transposed(w)) : w;
-  auto impl = pack_for_kernels(kOp, quant_matmul_dequant_identity(canonical(args, zero_bias)), w_kn,
-                               /*dot8=*/true, /*with_column_sums=*/true, options);
+  auto impl = pack_for_kernels(
+      kOp, quant_matmul_dequant_identity(kn_weight_with_bias(args, zero_bias)), w_kn,
+      /*dot8=*/true, /*with_column_sums=*/true, options);
   impl->trans_b = args.transpose_weight;
   impl->set_source(w, packing_key(args));
   return PackedB(std::move(impl));
