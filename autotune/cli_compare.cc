@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "autotune/tune_inputs.h"
 #include "reference/error.h"
@@ -41,6 +42,14 @@ runtime::Bucket bucket_of_json(const nlohmann::json& b, const std::string& where
   runtime::Bucket out;
   if (b.is_string() && b.get<std::string>() == "any") return out;
   if (!b.is_object()) invalid(where, "bucket ", b.dump(), " is not \"any\" or an object");
+  static const std::set<std::string> kKeys = {"m_min", "m_max", "n_min",       "n_max",
+                                              "k_min", "k_max", "threads_min", "threads_max"};
+  for (const auto& item : b.items()) {
+    if (!kKeys.count(item.key())) {
+      invalid(where, "bucket ", b.dump(), ": '", item.key(),
+              "' is not m_min, m_max, n_min, n_max, k_min, k_max, threads_min or threads_max");
+    }
+  }
   auto get = [&](const char* key, int64_t& v) {
     if (b.contains(key)) {
       if (!b[key].is_number_integer() || b[key].get<int64_t>() < 0) {
@@ -55,6 +64,8 @@ runtime::Bucket bucket_of_json(const nlohmann::json& b, const std::string& where
   get("n_max", out.n_max);
   get("k_min", out.k_min);
   get("k_max", out.k_max);
+  get("threads_min", out.threads_min);
+  get("threads_max", out.threads_max);
   return out;
 }
 
@@ -93,12 +104,12 @@ void load(Loaded& d, const std::string& path) {
   }
 }
 
-// The kernel object the database dispatches (m, n, k) of `id` to, or nullptr.
+// The kernel object the database dispatches (m, n, k) of `id` on `threads` threads to, or nullptr.
 const nlohmann::json* pick(const Loaded& d, const KernelIdentity& id, int64_t m, int64_t n,
-                           int64_t k) {
+                           int64_t k, int threads) {
   const runtime::KernelTable table{d.target.c_str(), d.path.c_str(), d.entries.data(),
                                    d.entries.size()};
-  const runtime::Selection s = runtime::select_kernel(table, id.op, id.params, m, n, k);
+  const runtime::Selection s = runtime::select_kernel(table, id.op, id.params, m, n, k, threads);
   if (!s.kernel) return nullptr;
   return &d.kernels[d.kernel_of[static_cast<std::size_t>(s.kernel - d.entries.data())]];
 }
@@ -161,8 +172,8 @@ std::vector<CompareRow> compare_tuned_databases(const CompareOptions& o) {
   };
   for (const auto& [spec, id] : ids) {
     for (const NamedShape& s : o.shapes) {
-      const nlohmann::json* b = pick(base, id, s.m, s.n, s.k);
-      const nlohmann::json* f = pick(fresh, id, s.m, s.n, s.k);
+      const nlohmann::json* b = pick(base, id, s.m, s.n, s.k, o.measure.threads);
+      const nlohmann::json* f = pick(fresh, id, s.m, s.n, s.k, o.measure.threads);
       MMTUNE_CHECK(b && f, "db compare: no kernel for an identity both databases hold");
       CompareRow row{spec, s, (*b)["name"].get<std::string>(), (*f)["name"].get<std::string>(), 0,
                      0,    ""};

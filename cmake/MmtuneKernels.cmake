@@ -243,8 +243,9 @@ function(mmtune_add_kernels name)
                   "target ${target} lacks (an x86 target needs the fma feature, e.g. x86-64-linux-avx2-fma)")
         endif()
 
-        # The bucket: "any", an object of optional m_min, m_max, n_min, n_max, k_min, k_max, or an
-        # array of such objects (one kernel serving several buckets: one table entry each).
+        # The bucket: "any", an object of optional m_min, m_max, n_min, n_max, k_min, k_max,
+        # threads_min, threads_max (the pool's thread count), or an array of such objects (one
+        # kernel serving several buckets: one table entry each).
         set(bucket_paths "")
         string(JSON bucket_type ERROR_VARIABLE err TYPE "${json}" kernels ${i} bucket)
         if(err)
@@ -282,7 +283,7 @@ function(mmtune_add_kernels name)
             _mmtune_json_params(bounds "${json}" "${where}: bucket[${path}]" "" kernels ${i} bucket ${path})
           endif()
           set(bucket "")
-          foreach(dim IN ITEMS m n k)
+          foreach(dim IN ITEMS m n k threads)
             set(lo 0)
             set(hi -1)  # unbounded
             foreach(item IN LISTS bounds)
@@ -290,9 +291,10 @@ function(mmtune_add_kernels name)
                 set(lo "${CMAKE_MATCH_1}")
               elseif(item MATCHES "^${dim}_max=([0-9]+)$")
                 set(hi "${CMAKE_MATCH_1}")
-              elseif(NOT item MATCHES "^[mnk]_(min|max)=[0-9]+$")
+              elseif(NOT item MATCHES "^(m|n|k|threads)_(min|max)=[0-9]+$")
                 message(FATAL_ERROR "mmtune_add_kernels: ${where}: bucket entry '${item}' is not "
-                        "m_min, m_max, n_min, n_max, k_min or k_max with a non-negative integer")
+                        "m_min, m_max, n_min, n_max, k_min, k_max, threads_min or threads_max "
+                        "with a non-negative integer")
               endif()
             endforeach()
             string(APPEND bucket "${lo}, ${hi}, ")

@@ -7,6 +7,7 @@
 #include "mmtune/mmtune.h"
 #include "reference/error.h"
 #include "runtime/host/cpu_features.h"
+#include "runtime/host/thread_pool.h"
 
 namespace mmtune::runtime {
 namespace {
@@ -99,7 +100,7 @@ Selection select_linked(const std::string& op, const std::map<std::string, std::
       any_unrunnable = true;
       continue;
     }
-    Selection s = select_in_group(*g, m, n, k, explain);
+    Selection s = select_in_group(*g, m, n, k, host::pool_threads(), explain);
     if (explain) s.reason += std::string(" (level ") + level.table->target + ")";
     return s;
   }

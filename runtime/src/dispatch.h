@@ -39,8 +39,9 @@ std::size_t allowed_level_or_invalid();
 std::vector<const IdentityGroup*> groups_by_level(
     const std::string& op, const std::map<std::string, std::string>& identity);
 
-// The kernel the levels from first_allowed_level() down choose for (op, identity, m, n, k); the
-// reason only when `explain`. `groups`, where given, is groups_by_level(op, identity).
+// The kernel the levels from first_allowed_level() down choose for (op, identity, m, n, k) on the
+// pool's thread count now (host::pool_threads()); the reason only when `explain`. `groups`, where
+// given, is groups_by_level(op, identity).
 Selection select_linked(const std::string& op, const std::map<std::string, std::string>& identity,
                         int64_t m, int64_t n, int64_t k, bool explain = true,
                         const std::vector<const IdentityGroup*>* groups = nullptr);

@@ -28,15 +28,22 @@ void append_range(std::ostringstream& os, const char* dim, int64_t lo, int64_t h
      << (hi >= 0 ? std::to_string(hi) : "");
 }
 
-}  // namespace
-
-bool Bucket::contains(int64_t m, int64_t n, int64_t k) const {
-  return in_range(m, m_min, m_max) && in_range(n, n_min, n_max) && in_range(k, k_min, k_max);
+// "M=64 N=64 K=64 on 2 threads"
+std::string call_text(int64_t m, int64_t n, int64_t k, int64_t threads) {
+  return "M=" + std::to_string(m) + " N=" + std::to_string(n) + " K=" + std::to_string(k) + " on " +
+         std::to_string(threads) + (threads == 1 ? " thread" : " threads");
 }
 
-double Bucket::distance(int64_t m, int64_t n, int64_t k) const {
+}  // namespace
+
+bool Bucket::contains(int64_t m, int64_t n, int64_t k, int64_t threads) const {
+  return in_range(m, m_min, m_max) && in_range(n, n_min, n_max) && in_range(k, k_min, k_max) &&
+         in_range(threads, threads_min, threads_max);
+}
+
+double Bucket::distance(int64_t m, int64_t n, int64_t k, int64_t threads) const {
   return range_distance(m, m_min, m_max) + range_distance(n, n_min, n_max) +
-         range_distance(k, k_min, k_max);
+         range_distance(k, k_min, k_max) + range_distance(threads, threads_min, threads_max);
 }
 
 std::string Bucket::to_string() const {
@@ -44,6 +51,7 @@ std::string Bucket::to_string() const {
   append_range(os, "m", m_min, m_max);
   append_range(os, "n", n_min, n_max);
   append_range(os, "k", k_min, k_max);
+  append_range(os, "threads", threads_min, threads_max);
   const std::string s = os.str();
   return s.empty() ? "any" : s;
 }
@@ -84,37 +92,42 @@ const IdentityGroup* find_group(const std::vector<IdentityGroup>& groups, const 
 }
 
 Selection select_in_group(const IdentityGroup& group, int64_t m, int64_t n, int64_t k,
-                          bool explain) {
+                          int64_t threads, bool explain) {
   Selection s;
+  // The nearest bucket whose thread range holds `threads` (a kernel tuned for another thread count
+  // serves only where no bucket is for this one), else the nearest of all.
   const KernelEntry* nearest = nullptr;
+  bool nearest_threads_in = false;
   double best = std::numeric_limits<double>::infinity();
   for (const KernelEntry* e : group.entries) {
-    if (e->bucket.contains(m, n, k)) {
+    if (e->bucket.contains(m, n, k, threads)) {
       s.kernel = e;
       if (!explain) return s;
-      s.reason = "bucket " + e->bucket.to_string() + " contains M=" + std::to_string(m) +
-                 " N=" + std::to_string(n) + " K=" + std::to_string(k);
+      s.reason = "bucket " + e->bucket.to_string() + " contains " + call_text(m, n, k, threads);
       return s;
     }
-    const double d = e->bucket.distance(m, n, k);
-    if (d < best) {
+    const bool threads_in = in_range(threads, e->bucket.threads_min, e->bucket.threads_max);
+    if (nearest_threads_in && !threads_in) continue;
+    const double d = e->bucket.distance(m, n, k, threads);
+    if (d < best || (threads_in && !nearest_threads_in)) {
       best = d;
       nearest = e;
+      nearest_threads_in = threads_in;
     }
   }
   s.kernel = nearest;
   if (!explain) return s;
-  s.reason = "no bucket contains M=" + std::to_string(m) + " N=" + std::to_string(n) +
-             " K=" + std::to_string(k) + "; nearest bucket " + nearest->bucket.to_string();
+  s.reason = "no bucket contains " + call_text(m, n, k, threads) + "; nearest bucket " +
+             nearest->bucket.to_string();
   return s;
 }
 
 Selection select_kernel(const KernelTable& table, const std::string& op,
                         const std::map<std::string, std::string>& identity, int64_t m, int64_t n,
-                        int64_t k) {
+                        int64_t k, int64_t threads) {
   const std::vector<IdentityGroup> groups = group_by_identity(table);
   if (const IdentityGroup* g = find_group(groups, op, identity))
-    return select_in_group(*g, m, n, k);
+    return select_in_group(*g, m, n, k, threads);
   return {nullptr, no_kernel_reason(op, table.target, identity)};
 }
 

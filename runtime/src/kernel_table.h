@@ -38,14 +38,18 @@ using QuantMatmulDequantKernelFn = int (*)(const void* user_context, halide_buff
 // Type-erased pointer to a kernel; the operator's adapter casts it back to <Op>KernelFn.
 using KernelFn = void (*)();
 
-// Shapes a kernel was tuned for: inclusive ranges of M, N, K; max < 0 means unbounded.
+// Calls a kernel was tuned for: inclusive ranges of M, N, K and of the pool's thread count (the
+// count set_num_threads() gives the calls: a kernel tuned to split across 2 threads can lose to a
+// serial one on 1); max < 0 means unbounded.
 struct Bucket {
   int64_t m_min = 0, m_max = -1, n_min = 0, n_max = -1, k_min = 0, k_max = -1;
+  int64_t threads_min = 0, threads_max = -1;
 
-  bool contains(int64_t m, int64_t n, int64_t k) const;
-  // How far (m, n, k) lies outside: the sum over dims of |log2(x / nearest bound)|; 0 inside.
-  double distance(int64_t m, int64_t n, int64_t k) const;
-  std::string to_string() const;  // "any", "m 1..3", "m 4.. n ..512"
+  bool contains(int64_t m, int64_t n, int64_t k, int64_t threads) const;
+  // How far (m, n, k, threads) lies outside: the sum over dims of |log2(x / nearest bound)|; 0
+  // inside.
+  double distance(int64_t m, int64_t n, int64_t k, int64_t threads) const;
+  std::string to_string() const;  // "any", "m 1..3", "m 4.. n ..512 threads 2.."
 };
 
 struct KernelEntry {
@@ -96,17 +100,18 @@ struct Selection {
   std::string reason;
 };
 
-// The kernel of `group` whose bucket contains (m, n, k), the first in table order (databases list
-// narrow buckets before wide ones); when only buckets that miss the shape exist, the nearest of
-// them (every kernel computes every shape exactly; a bucket says where it is fast). The reason is
-// written only when `explain` (a call's hot path asks for none).
+// The kernel of `group` whose bucket contains (m, n, k) on `threads` threads, the first in table
+// order (databases list narrow buckets before wide ones); when only buckets that miss the call
+// exist, the nearest of those whose thread range holds `threads`, else the nearest of all (every
+// kernel computes every shape exactly; a bucket says where it is fast). The reason is written only
+// when `explain` (a call's hot path asks for none).
 Selection select_in_group(const IdentityGroup& group, int64_t m, int64_t n, int64_t k,
-                          bool explain = true);
+                          int64_t threads, bool explain = true);
 
 // The same over a whole table: nullptr (and why) when no kernel has the identity.
 Selection select_kernel(const KernelTable& table, const std::string& op,
                         const std::map<std::string, std::string>& identity, int64_t m, int64_t n,
-                        int64_t k);
+                        int64_t k, int64_t threads);
 
 // The no-kernel reason: "no <op> kernel in this build (<targets>) computes <identity>".
 std::string no_kernel_reason(const std::string& op, const std::string& targets,

@@ -6,6 +6,7 @@
 #include "reference/error.h"
 #include "runtime/host/buffer_view.h"
 #include "runtime/host/kernel_memory.h"
+#include "runtime/host/thread_pool.h"
 #include "runtime/src/calls.h"
 #include "runtime/src/dispatch.h"
 
@@ -109,7 +110,8 @@ std::shared_ptr<PackedB::Impl> pack_for_kernels(const char* op, KernelIdentity i
     // Packed now: every layout, or those of the kernels the given rows select.
     std::vector<bool> now(impl->packings.size(), options.rows.empty());
     for (const int64_t m : options.rows) {
-      const KernelEntry* e = select_in_group(*g, m, impl->n, impl->k, /*explain=*/false).kernel;
+      const KernelEntry* e =
+          select_in_group(*g, m, impl->n, impl->k, host::pool_threads(), /*explain=*/false).kernel;
       for (const auto& [entry, index] : impl->kernels) {
         if (entry == e) now[index] = true;
       }

@@ -7,8 +7,8 @@
 //
 // The plain calls with a PackedB go through the same preparation: each PackedB remembers the
 // calls made with it (PackedB::Impl::memo), so that a call whose signature (shapes, types,
-// attributes, quantization parameters' values, the allowed level) matches an earlier one only
-// allocates its output and runs the prepared kernel call.
+// attributes, quantization parameters' values, the allowed level, the pool's thread count) matches
+// an earlier one only allocates its output and runs the prepared kernel call.
 #include <cstdint>
 #include <cstring>
 
@@ -17,6 +17,7 @@
 #include "runtime/host/kernel_memory.h"
 #include "runtime/host/qgemm_host.h"
 #include "runtime/host/qlinear_matmul_host.h"
+#include "runtime/host/thread_pool.h"
 #include "runtime/src/calls.h"
 #include "runtime/src/dispatch.h"
 #include "runtime/src/kernel_call.h"
@@ -137,8 +138,9 @@ std::optional<Tensor> through_memo(const PackedB& packed_b, const char* op, cons
   const PackedB::Impl* packed = packed_b.impl();
   if (!packed || packed->op != op || !is_source(b, *packed)) return std::nullopt;
   const std::size_t level = allowed_level_or_invalid();
-  std::shared_ptr<const P> p =
-      memo_find<P>(*packed, [&](const P& e) { return e.level == level && matches(e); });
+  const int threads = host::pool_threads();
+  std::shared_ptr<const P> p = memo_find<P>(
+      *packed, [&](const P& e) { return e.level == level && e.threads == threads && matches(e); });
   if (!p) {
     std::shared_ptr<P> made = prepare(*packed);
     p = made;
@@ -158,6 +160,7 @@ struct PreparedGemm::Impl {
   PackedB packed;  // keeps the panels alive (empty in a PackedB's memo, which the PackedB owns)
   const PackedB::Impl* packed_impl = nullptr;  // the PackedB prepared with
   std::size_t level = kInvalidLevel;           // allowed_level_or_invalid() when prepared
+  int threads = 0;                             // host::pool_threads() when prepared
   DType t = DType::kFloat32;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false, has_c = false;
@@ -176,6 +179,7 @@ std::shared_ptr<PreparedGemm::Impl> make_gemm(const GemmArgs& args, const GemmPl
   auto p = std::make_shared<PreparedGemm::Impl>();
   p->packed_impl = packed;
   p->level = allowed_level_or_invalid();
+  p->threads = host::pool_threads();
   p->t = args.a->dtype;
   p->m = plan.m;
   p->n = plan.n;
@@ -298,6 +302,7 @@ struct PreparedQLinearMatMul::Impl {
   PackedB packed;  // (as PreparedGemm's)
   const PackedB::Impl* packed_impl = nullptr;
   std::size_t level = kInvalidLevel;
+  int threads = 0;
   QLinearMatMulArgs args;  // the scale / zero-point tensors below; a, b replaced per fallback run
   Tensor a_scale, a_zero_point, b_scale, b_zero_point, y_scale, y_zero_point;
   QLinearMatMulEntryParams params;  // widened once
@@ -316,6 +321,7 @@ std::shared_ptr<PreparedQLinearMatMul::Impl> make_qlinear_matmul(const QLinearMa
   auto p = std::make_shared<PreparedQLinearMatMul::Impl>();
   p->packed_impl = packed;
   p->level = allowed_level_or_invalid();
+  p->threads = host::pool_threads();
   // The parameters are kept (copies): the fallback and the widening read them.
   p->a_scale = *args.a_scale;
   p->a_zero_point = *args.a_zero_point;
@@ -462,6 +468,7 @@ struct PreparedQGemm::Impl {
   PackedB packed;  // (as PreparedGemm's)
   const PackedB::Impl* packed_impl = nullptr;
   std::size_t level = kInvalidLevel;
+  int threads = 0;
   QGemmArgs args;  // the parameter tensors below; a, b, c replaced per fallback run
   Tensor a_scale, a_zero_point, b_scale, b_zero_point, y_scale, y_zero_point;
   Tensor bs, bz;   // b's parameters widened to (N), once
@@ -482,6 +489,7 @@ std::shared_ptr<PreparedQGemm::Impl> make_qgemm(const QGemmArgs& args, const QGe
   auto p = std::make_shared<PreparedQGemm::Impl>();
   p->packed_impl = packed;
   p->level = allowed_level_or_invalid();
+  p->threads = host::pool_threads();
   // The parameters are kept (copies): the fallback reads them; the kernel's are widened once.
   p->args = args;
   auto keep = [](const Tensor* from, Tensor& into) -> const Tensor* {

@@ -60,39 +60,39 @@ std::map<std::string, std::string> f32_identity() { return runtime::parse_params
 
 TEST(Select, BucketContainingTheShapeWins) {
   const KernelTable t = synthetic_table();
-  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 1, 100, 100).kernel->name,
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 1, 100, 100, 1).kernel->name,
                "small_m");
-  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 3, 100, 100).kernel->name,
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 3, 100, 100, 1).kernel->name,
                "small_m");
-  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 4, 100, 100).kernel->name,
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 4, 100, 100, 1).kernel->name,
                "mid_m");
-  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 500, 2048, 100).kernel->name,
+  EXPECT_STREQ(runtime::select_kernel(t, "Gemm", f32_identity(), 500, 2048, 100, 1).kernel->name,
                "wide_n");
-  const auto s = runtime::select_kernel(t, "Gemm", f32_identity(), 64, 1, 1);
-  EXPECT_EQ(s.reason, "bucket m 4..64 contains M=64 N=1 K=1");
+  const auto s = runtime::select_kernel(t, "Gemm", f32_identity(), 64, 1, 1, 1);
+  EXPECT_EQ(s.reason, "bucket m 4..64 contains M=64 N=1 K=1 on 1 thread");
 }
 
 TEST(Select, OutsideEveryBucketTheNearestRuns) {
   const KernelTable t = synthetic_table();
   // M = 500, N = 100: no bucket; mid_m is 500/64 away in M, wide_n 1024/100 away in N.
-  const auto s = runtime::select_kernel(t, "Gemm", f32_identity(), 500, 100, 100);
+  const auto s = runtime::select_kernel(t, "Gemm", f32_identity(), 500, 100, 100, 1);
   ASSERT_NE(s.kernel, nullptr);
   EXPECT_STREQ(s.kernel->name, "mid_m");
-  EXPECT_EQ(s.reason, "no bucket contains M=500 N=100 K=100; nearest bucket m 4..64");
+  EXPECT_EQ(s.reason, "no bucket contains M=500 N=100 K=100 on 1 thread; nearest bucket m 4..64");
 }
 
 TEST(Select, AnotherIdentityOrOperatorHasNoKernel) {
   const KernelTable t = synthetic_table();
   auto id = f32_identity();
   id["contract"] = "fma";
-  const auto s = runtime::select_kernel(t, "Gemm", id, 8, 8, 8);
+  const auto s = runtime::select_kernel(t, "Gemm", id, 8, 8, 8, 1);
   EXPECT_EQ(s.kernel, nullptr);
   EXPECT_EQ(s.reason,
             "no Gemm kernel in this build (x86-64-linux-avx2-fma-f16c) computes A.type=float32 "
             "B.type=float32 C.type=float32 Y.type=float32 contract=fma has_c=true trans_a=false "
             "trans_b=false");
-  EXPECT_EQ(runtime::select_kernel(t, "QLinearMatMul", f32_identity(), 8, 8, 8).kernel, nullptr);
-  EXPECT_STREQ(runtime::select_kernel(t, "QGemm", f32_identity(), 8, 8, 8).kernel->name,
+  EXPECT_EQ(runtime::select_kernel(t, "QLinearMatMul", f32_identity(), 8, 8, 8, 1).kernel, nullptr);
+  EXPECT_STREQ(runtime::select_kernel(t, "QGemm", f32_identity(), 8, 8, 8, 1).kernel->name,
                "other_op");
 }
 
@@ -100,6 +100,50 @@ TEST(Select, BucketText) {
   EXPECT_EQ(Bucket{}.to_string(), "any");
   EXPECT_EQ((Bucket{4, -1, 0, -1, 0, -1}).to_string(), "m 4..");
   EXPECT_EQ((Bucket{0, 8, 16, 32, 1, -1}).to_string(), "m ..8 n 16..32 k 1..");
+  EXPECT_EQ((Bucket{0, 64, 0, 512, 0, 512, 2, -1}).to_string(),
+            "m ..64 n ..512 k ..512 threads 2..");
+  EXPECT_EQ((Bucket{0, -1, 0, -1, 0, -1, 0, 1}).to_string(), "threads ..1");
+}
+
+// Buckets of one shape range split by the pool's thread count: a kernel that splits small calls
+// into tasks for 2 threads, a serial one for 1; beyond both ranges the nearest in log2 distance.
+TEST(Select, TheThreadCountChoosesAmongBucketsOfOneShapeRange) {
+  static const KernelEntry entries[] = {
+      {"one_thread", "Gemm", "mmtune_gemm", kF32, "", {0, 64, 0, 512, 0, 512, 0, 1}, nullptr},
+      {"two_to_four", "Gemm", "mmtune_gemm", kF32, "", {0, 64, 0, 512, 0, 512, 2, 4}, nullptr},
+      {"large", "Gemm", "mmtune_gemm", kF32, "", {65, -1, 0, -1, 0, -1}, nullptr},
+      {"wide_two", "Gemm", "mmtune_gemm", kF32, "", {0, 64, 1024, -1, 0, -1, 2, 2}, nullptr},
+  };
+  const KernelTable t{"x86-64-linux-avx2-fma-f16c", "synthetic", entries, 3};
+  const KernelTable ranged{"x86-64-linux-avx2-fma-f16c", "synthetic", entries, 4};
+  const auto name = [&](int64_t m, int64_t threads) {
+    return std::string(
+        runtime::select_kernel(t, "Gemm", f32_identity(), m, 64, 64, threads).kernel->name);
+  };
+  EXPECT_EQ(name(64, 1), "one_thread");
+  EXPECT_EQ(name(64, 2), "two_to_four");
+  EXPECT_EQ(name(1, 4), "two_to_four");
+  EXPECT_EQ(name(65, 1), "large");
+  EXPECT_EQ(name(65, 2), "large");
+  // Outside every bucket, one whose thread range holds the count wins over a nearer one that
+  // does not: at M = 300, N = 64 on 1 thread "large" (any thread count), on 2 as well.
+  EXPECT_EQ(name(300, 1), "large");
+  EXPECT_EQ(name(300, 2), "large");
+  // On 8 threads no small-M bucket holds the count; "large" is the only bucket that does.
+  EXPECT_EQ(name(8, 8), "large");
+  const auto s = runtime::select_kernel(t, "Gemm", f32_identity(), 64, 64, 64, 2);
+  EXPECT_EQ(s.reason,
+            "bucket m ..64 n ..512 k ..512 threads 2..4 contains M=64 N=64 K=64 on 2 threads");
+  // Every bucket with a thread range, none holding the count: the nearest of all. M = 8, N = 2048
+  // on 16 threads: wide_two is log2(16/2) = 3 away, two_to_four log2(2048/512) + log2(16/4) = 4,
+  // one_thread 2 + 4.
+  std::vector<KernelEntry> only_ranged = {entries[0], entries[1], entries[3]};
+  const KernelTable r{"x86-64-linux-avx2-fma-f16c", "synthetic", only_ranged.data(), 3};
+  EXPECT_EQ(runtime::select_kernel(r, "Gemm", f32_identity(), 8, 2048, 64, 16).kernel->name,
+            std::string("wide_two"));
+  // With "large" there too (any thread count), it serves that call instead.
+  EXPECT_EQ(runtime::select_kernel(ranged, "Gemm", f32_identity(), 8, 2048, 64, 16).kernel->name,
+            std::string("large"));
 }
 
 // A call that asks for no DispatchInfo builds no reason text (the hot path); its kernel must be the

@@ -70,6 +70,7 @@ TEST_P(GemmRuntime, ShippedKernelIsBitExact) {
   const FloatContract contract = *float_contract_from_string(kernel.identity.at("contract"));
   const auto [rows, cols] = testing::tile_of(kernel);
   const runtime::Bucket bucket = bucket_of(kernel.name);
+  const testing::BucketThreads threads_in_bucket(bucket);
   const uint64_t seed = testing::variant_seed() ^ std::hash<std::string>()(kernel.name);
   std::mt19937_64 rng(seed);
   const testing::ValueRange range = testing::gemm_value_range(t);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "reference/qlinear_matmul.h"
 #include "reference/quant_matmul_dequant.h"
 #include "runtime/host/packed_b.h"
+#include "runtime/src/dispatch.h"
 #include "schedules/schedule.h"
 #include "schedules/target_info.h"
 #include "tests/runtime/runtime_support.h"
@@ -853,6 +855,88 @@ TEST(PackedB, RepeatedCallsFollowEveryArgument) {
   q.c = nullptr;
   check_qgemm("no C");
   std::cout << "[prepack] repeated calls: " << calls << " calls bit-exact\n";
+}
+
+// Restores the pool's thread count a test changed.
+class PoolThreads {
+ public:
+  explicit PoolThreads(int n) : previous_(set_num_threads(n)) {}
+  ~PoolThreads() { set_num_threads(previous_); }
+  PoolThreads(const PoolThreads&) = delete;
+  PoolThreads& operator=(const PoolThreads&) = delete;
+
+ private:
+  int previous_;
+};
+
+// A bucket may hold a thread range (tuned/README.md), so the same call can run one kernel on 1
+// thread and another on 2. Calls with a PackedB follow set_num_threads (its memo keys on the
+// count); a prepared call keeps the kernel chosen when it was prepared (mmtune.h). Every output is
+// the reference's.
+TEST(PackedB, TheThreadCountChoosesTheKernelAndCallsFollowIt) {
+  // A call of a linked u8 x s8 -> u8 prepacked identity whose kernel differs on 1 and 2 threads.
+  const std::map<std::string, std::string> identity = {
+      {"a.type", "uint8"},    {"b.type", "int8"},        {"prepacked_b", "true"},
+      {"requant", "float32"}, {"scale_type", "float32"}, {"y.type", "uint8"}};
+  const runtime::KernelEntry *on1 = nullptr, *on2 = nullptr;
+  int64_t m = 0, n = 0, k = 0;
+  for (const runtime::UsedGroup& u : runtime::used_groups()) {
+    if (u.group->op != "QLinearMatMul" || u.group->identity != identity) continue;
+    for (const runtime::KernelEntry* e : u.group->entries) {
+      const runtime::Bucket& b = e->bucket;
+      if (on1 || b.threads_min < 2) continue;
+      m = testing::clamp_to(32, std::max<int64_t>(b.m_min, 1), b.m_max);
+      n = testing::clamp_to(200, std::max<int64_t>(b.n_min, 1), b.n_max);
+      k = testing::clamp_to(300, std::max<int64_t>(b.k_min, 1), b.k_max);
+      const runtime::KernelEntry* one = runtime::select_in_group(*u.group, m, n, k, 1).kernel;
+      const runtime::KernelEntry* two = runtime::select_in_group(*u.group, m, n, k, 2).kernel;
+      if (one != two) on1 = one, on2 = two;
+    }
+  }
+  if (!on1) {
+    GTEST_SKIP() << "no bucket with a thread range at the levels calls use ("
+                 << runtime::kernel_target() << ") splits a u8 x s8 -> u8 prepacked call";
+  }
+  std::mt19937_64 rng(testing::variant_seed() + 9);
+  testing::QlmCase qc;
+  qc.name = "threads";
+  qc.a = {m, k};
+  qc.b = {k, n};
+  qc.b_param = {n};
+  qc.data = "random";
+  const testing::QlmInputs in = testing::make_qlinear_matmul_inputs(
+      DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, qc, rng);
+  const QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
+  const Tensor expected = qlinear_matmul(args);
+  const std::string shape =
+      std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " ";
+  const PoolThreads restore(2);
+  const runtime::PackedB pb = runtime::prepack_b(args);
+  DispatchInfo two;
+  EXPECT_TRUE(testing::bit_equal(expected, runtime::qlinear_matmul(args, pb, &two), shape + "2"));
+  EXPECT_EQ(two.kernel, on2->name) << two.reason;
+  EXPECT_NE(two.reason.find("on 2 threads"), std::string::npos) << two.reason;
+  const runtime::PreparedQLinearMatMul prepared = runtime::prepare_qlinear_matmul(args, &pb);
+  EXPECT_EQ(prepared.info().kernel, on2->name);
+
+  set_num_threads(1);
+  DispatchInfo one;
+  EXPECT_TRUE(testing::bit_equal(expected, runtime::qlinear_matmul(args, pb, &one), shape + "1"));
+  EXPECT_EQ(one.kernel, on1->name) << one.reason;
+  EXPECT_NE(one.reason.find("on 1 thread"), std::string::npos) << one.reason;
+  // The prepared call keeps its kernel (on 1 thread now: the same bits).
+  Tensor y(DType::kUInt8, {m, n});
+  prepared.run(in.a.bytes.data(), in.b.bytes.data(), y.bytes.data());
+  EXPECT_TRUE(testing::bit_equal(expected, y, shape + "prepared on 2, run on 1"));
+  EXPECT_EQ(prepared.info().kernel, on2->name);
+
+  // Back on 2 threads: the PackedB's memo still holds the 2-thread call.
+  set_num_threads(2);
+  DispatchInfo again;
+  EXPECT_TRUE(testing::bit_equal(expected, runtime::qlinear_matmul(args, pb, &again), shape));
+  EXPECT_EQ(again.kernel, on2->name) << again.reason;
+  std::cout << "[prepack] " << shape << "on 1 thread " << on1->name << ", on 2 " << on2->name
+            << " (level " << runtime::kernel_target() << ")\n";
 }
 
 // Calls sharing a PackedB from two threads, with more signatures between them than it

@@ -114,6 +114,7 @@ TEST_P(QLinearMatMulRuntime, ShippedKernelIsBitExact) {
   std::mt19937_64 rng(seed);
   int64_t cases = 0, outputs = 0;
   const runtime::Bucket bucket = testing::bucket_of(kernel.name);
+  const testing::BucketThreads threads_in_bucket(bucket);
   int64_t elsewhere = 0;  // batched / vector cases its bucket sends to a sibling kernel
   // A prepacked twin (prepacked_b=true) is called as users call it: b (2-D) packed by prepack_b.
   const bool prepacked = kernel.identity.count("prepacked_b") > 0;
@@ -202,6 +203,7 @@ TEST_P(QGemmRuntime, ShippedKernelIsBitExact) {
   int combo = 0;
   // Each shape moved into the kernel's bucket, so that this kernel is the one that serves it.
   const runtime::Bucket bucket = testing::bucket_of(kernel.name);
+  const testing::BucketThreads threads_in_bucket(bucket);
   std::vector<tune::MatmulShape> shapes = testing::matmul_shapes(rows, cols);
   // K = 0 is the reference's: QuantizedFallback below.
   shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const auto& s) { return s.k == 0; }),
@@ -293,6 +295,7 @@ TEST_P(QuantMatmulDequantRuntime, ShippedKernelIsBitExact) {
   int combo = 0;
   // Each shape moved into the kernel's bucket, so that this kernel is the one that serves it.
   const runtime::Bucket bucket = testing::bucket_of(kernel.name);
+  const testing::BucketThreads threads_in_bucket(bucket);
   for (const auto& s : testing::shapes_in_bucket(testing::matmul_shapes(rows, cols), bucket, 0)) {
     const int64_t m = s.m, n = s.n, k = s.k;
     // Bias or not x both weight layouts on each shape (K = 0 included: the kernel computes it).

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "autotune/kernel_key.h"
+#include "runtime/host/thread_pool.h"
 #include "runtime/src/dispatch.h"
 #include "schedules/schedule.h"
 
@@ -69,6 +70,17 @@ std::vector<const runtime::KernelEntry*> used_entries() {
 
 std::string no_kernel_prefix(const std::string& op) {
   return "no " + op + " kernel in this build (" + runtime::used_targets_text() + ") computes";
+}
+
+BucketThreads::BucketThreads(const runtime::Bucket& bucket) {
+  const int now = host::pool_threads();
+  const auto wanted =
+      static_cast<int>(clamp_to(now, std::max<int64_t>(bucket.threads_min, 1), bucket.threads_max));
+  if (wanted != now) previous_ = set_num_threads(wanted);
+}
+
+BucketThreads::~BucketThreads() {
+  if (previous_ >= 0) set_num_threads(previous_);
 }
 
 int64_t clamp_to(int64_t x, int64_t lo, int64_t hi) {

@@ -39,6 +39,19 @@ class LevelCap {
   std::string previous_;
 };
 
+// The pool's thread count moved into a bucket's threads range while it lives (restored after), so
+// that calls select the bucket's kernel; no change when the count is inside already.
+class BucketThreads {
+ public:
+  explicit BucketThreads(const runtime::Bucket& bucket);
+  ~BucketThreads();
+  BucketThreads(const BucketThreads&) = delete;
+  BucketThreads& operator=(const BucketThreads&) = delete;
+
+ private:
+  int previous_ = -1;  // the count to restore; -1: unchanged
+};
+
 // x moved into [lo, hi] (hi < 0: no upper bound).
 int64_t clamp_to(int64_t x, int64_t lo, int64_t hi);
 

@@ -3,11 +3,11 @@
 // the reference's validation and an exact fallback. Nothing is read at run time.
 //
 // Every call validates exactly as the reference does (same InvalidArgument messages), then runs the
-// linked kernel whose identity (operator, dtypes, mode, ...) matches the call and whose shape
-// bucket contains (M, N, K) (or the nearest bucket of that identity), from the best level of
-// kernels (x86-64 feature level) this CPU runs; when no kernel may run, the reference
-// implementation computes the result: slower, never different. DispatchInfo says which ran and
-// why.
+// linked kernel whose identity (operator, dtypes, mode, ...) matches the call and whose bucket
+// contains (M, N, K) and the pool's thread count (set_num_threads; or the nearest bucket of that
+// identity), from the best level of kernels (x86-64 feature level) this CPU runs; when no kernel
+// may run, the reference implementation computes the result: slower, never different.
+// DispatchInfo says which ran and why.
 #pragma once
 
 #include <cstddef>
@@ -83,10 +83,11 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
 // prepacked twin (an identity the build prepacks none of, a level changed since packing), the call
 // packs as the plain call does and DispatchInfo::reason says so. PackedB is immutable and may be
 // shared across threads. A PackedB also remembers the last four distinct calls made with it (2-D
-// operands; their shapes, types, attributes, quantization parameters' values and the level), each
-// prepared as prepare_gemm / prepare_qlinear_matmul / prepare_qgemm would: a call repeating one of
-// them only allocates its output and runs the kernel (no validation, dispatch or widening again;
-// any changed value or shape is a new call, checked in full).
+// operands; their shapes, types, attributes, quantization parameters' values, the level and the
+// pool's thread count), each prepared as prepare_gemm / prepare_qlinear_matmul / prepare_qgemm
+// would: a call repeating one of them only allocates its output and runs the kernel (no
+// validation, dispatch or widening again; any changed value or shape is a new call, checked in
+// full).
 class PackedB {
  public:
   PackedB() = default;  // holds nothing: every call refuses it
@@ -108,9 +109,10 @@ class PackedB {
 // knows the rows (M) its calls will have can pack only the layouts of the kernels those select.
 struct PrepackOptions {
   // The rows of A of the calls to come (per batch entry for a batched QLinearMatMul), each 1 or
-  // more. Empty: every layout is packed now. Given: only those kernels' layouts are packed now; a
-  // call whose kernel reads another layout packs it then, once (thread-safe; the PackedB keeps it),
-  // so a call never falls back for it. bytes() counts what is packed so far.
+  // more. Empty: every layout is packed now. Given: only the layouts of the kernels those rows
+  // select on the pool's thread count now are packed now; a call whose kernel reads another layout
+  // packs it then, once (thread-safe; the PackedB keeps it), so a call never falls back for it.
+  // bytes() counts what is packed so far.
   std::vector<int64_t> rows;
 };
 
@@ -131,17 +133,18 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, const PackedB& p
                             DispatchInfo* info = nullptr);
 
 // Prepared calls: the work of a call that does not depend on the data done once — validation,
-// the kernel's choice, the buffers' description, the quantization parameters' widening — so that
-// each run() only calls the kernel on the caller's memory: no validation, no dispatch, no strings,
-// no allocation, no output zero-fill (what a framework does per inference step; a oneDNN
-// primitive or an XNNPACK operator after its setup work the same way). `args` give the shapes,
-// types and attributes (their tensors' values are not kept: the prepared QLinearMatMul keeps its
-// scales and zero points, read at preparation); with a PackedB the prepacked kernel runs.
-// run() takes dense row-major arrays of the prepared shapes and types and is bit for bit what the
-// plain call computes; it may run concurrently on distinct outputs. Where no kernel may run
-// (info() says why) run() computes with the reference, still exactly. A transposed operand without
-// a PackedB is copied transposed on each run (info() says so), into memory the calling thread
-// keeps for its next run.
+// the kernel's choice (for the pool's thread count when prepared: prepare again after
+// set_num_threads to follow a kernel tuned for the new count), the buffers' description, the
+// quantization parameters' widening — so that each run() only calls the kernel on the caller's
+// memory: no validation, no dispatch, no strings, no allocation, no output zero-fill (what a
+// framework does per inference step; a oneDNN primitive or an XNNPACK operator after its setup work
+// the same way). `args` give the shapes, types and attributes (their tensors' values are not kept:
+// the prepared QLinearMatMul keeps its scales and zero points, read at preparation); with a PackedB
+// the prepacked kernel runs. run() takes dense row-major arrays of the prepared shapes and types
+// and is bit for bit what the plain call computes; it may run concurrently on distinct outputs.
+// Where no kernel may run (info() says why) run() computes with the reference, still exactly. A
+// transposed operand without a PackedB is copied transposed on each run (info() says so), into
+// memory the calling thread keeps for its next run.
 class PreparedGemm {
  public:
   PreparedGemm() = default;
