@@ -144,6 +144,9 @@ Examples:
   mmtune autotune --op Gemm:float32 --shapes benchmarks/shapes/llm.txt --budget 30m
   mmtune autotune --op Gemm:bfloat16:contract=fma --shape 1,4096,4096 --max-candidates 40 --jobs 2
   mmtune autotune --baselines Mullapudi2016,Li2018      # skip Adams2019
+  mmtune autotune --shape 64,64,64 --threads 1,2 --parallel-only
+                                                   # each bucket at 1 and at 2 threads: where the
+                                                   # winners differ, buckets with thread ranges
   mmtune autotune --op QLinearMatMul:uint8,int8,uint8:prepacked_b=true --shape 1,4096,4096
   mmtune autotune --target arm-64-linux-arm_dot_prod --op QLinearMatMul:uint8,int8,uint8 --shape 16,1024,1024
   mmtune autotune --ops-from tuned/x86-64-linux-sse41.json --target x86-64-linux-sse41
@@ -156,7 +159,8 @@ const char* kParallelOnlyHelp =
     "in each bucket where a schedule that splits into parallel tasks passed, the winner is one "
     "of those (row tasks counted at the bucket's smallest M; candidates are timed at --threads: at "
     "1 thread a serial schedule can win by a few percent, then use one core whatever the caller's "
-    "thread count)";
+    "thread count; with --threads 1,2 the 1-thread buckets are left out of this rule: their "
+    "kernels serve 1-thread calls only)";
 
 const char* kEmitHelp = R"(
 Writes DIR/tuned/<target>.json for each target of the database (or each --target), the winners in
@@ -210,6 +214,31 @@ void print_comparison(const std::vector<tune::CompareRow>& rows, bool json) {
   }
 }
 
+// --threads: "2" or a comma list "1,2", each 1-1024, none twice.
+std::vector<int> parse_thread_counts(const std::string& text) {
+  std::vector<int> counts;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    std::size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || n < 1 || n > 1024) {
+      invalid("autotune", "--threads '", text, "': '", item,
+              "' is not a thread count from 1 to 1024 (give one, or a comma list: 1,2)");
+    }
+    if (std::find(counts.begin(), counts.end(), n) != counts.end()) {
+      invalid("autotune", "--threads '", text, "': ", n, " is listed twice");
+    }
+    counts.push_back(n);
+  }
+  if (counts.empty()) invalid("autotune", "--threads '", text, "' names no thread count");
+  return counts;
+}
+
 }  // namespace
 
 std::function<int()> add_autotune_command(CLI::App& app) {
@@ -220,7 +249,8 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     std::string ops_from, shapes, target = "host", budget, db, out, shard = "0/1",
                                   strategy = "evolutionary";
     std::string baselines = "Adams2019,Mullapudi2016,Li2018", baseline_gate = "bucket";
-    int max_candidates = 0, threads = 1, jobs = 0, finalists = 3;
+    int max_candidates = 0, jobs = 0, finalists = 3;
+    std::string threads = "1";
     uint64_t seed = 1;
     double timeout = 180;
     bool quiet = false, no_emit = false, no_package = false, parallel_only = false;
@@ -246,12 +276,14 @@ std::function<int()> add_autotune_command(CLI::App& app) {
   sub->add_option("--budget", o->budget, "time for the whole run: 90s, 5m, 1h30m");
   sub->add_option("--max-candidates", o->max_candidates,
                   "candidates per identity and bucket (default 12; with --budget, 1000)");
-  sub->add_option("--threads", o->threads, "threads of each timed kernel")
-      ->check(CLI::Range(1, 1024));
+  sub->add_option("--threads", o->threads,
+                  "threads of each timed kernel; a comma list (1,2) tunes every bucket at each "
+                  "count, and where their winners differ the emitted buckets hold thread ranges "
+                  "(the runtime picks by the pool's count)");
   sub->add_option(
       "--jobs", o->jobs,
-      "workers compiling and gating at once (default: cores / --threads, at least 1, so "
-      "that a candidate is timed with the cores its threads need)");
+      "workers compiling and gating at once (default: cores / the largest --threads, at least "
+      "1, so that a candidate is timed with the cores its threads need)");
   sub->add_option("--db", o->db, "database (default <out>/tuning.jsonl)");
   sub->add_option("--out", o->out, "output folder (default mmtune-out/<target>)");
   sub->add_option("--seed", o->seed, "seed of every random choice");
@@ -302,8 +334,11 @@ std::function<int()> add_autotune_command(CLI::App& app) {
     // workers compiling beside a 2-thread timing on 2 cores preempt its pool's threads, and a
     // task waited on then takes a scheduler slice (2-thread samples of 3 and of 97 us alternated).
     const int cores = std::max<int>(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
-    t.jobs = o->jobs > 0 ? o->jobs : std::max(1, cores / std::max(1, o->threads));
-    t.measure.threads = o->threads;
+    const std::vector<int> threads = parse_thread_counts(o->threads);
+    const int max_threads = *std::max_element(threads.begin(), threads.end());
+    t.jobs = o->jobs > 0 ? o->jobs : std::max(1, cores / max_threads);
+    t.measure.threads = max_threads;
+    if (threads.size() > 1) t.thread_counts = threads;
     t.out = o->out.empty() ? "mmtune-out/" + t.target : o->out;
     t.db = o->db.empty() ? t.out + "/tuning.jsonl" : o->db;
     t.seed = o->seed;

@@ -85,6 +85,25 @@ Bucket bucket_of(int64_t m, int64_t n, int64_t k) {
   return b;
 }
 
+std::string bucket_name_at_threads(const std::string& name, int threads) {
+  return name + ".t" + std::to_string(threads);
+}
+
+int threads_of_bucket_name(const std::string& name) {
+  const std::size_t dot = name.rfind(".t");
+  if (dot == std::string::npos || dot + 2 >= name.size()) return 0;
+  int threads = 0;
+  for (std::size_t i = dot + 2; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || threads > 100000) return 0;
+    threads = threads * 10 + (name[i] - '0');
+  }
+  return threads;
+}
+
+std::string shape_bucket_name(const std::string& name) {
+  return threads_of_bucket_name(name) > 0 ? name.substr(0, name.rfind(".t")) : name;
+}
+
 std::vector<Bucket> make_buckets(const std::vector<NamedShape>& shapes) {
   std::vector<Bucket> buckets;
   for (const NamedShape& s : shapes) {

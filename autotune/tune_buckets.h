@@ -29,6 +29,13 @@ struct Bucket {
 // The bucket of one shape (its name and bounds; no shapes).
 Bucket bucket_of(int64_t m, int64_t n, int64_t k);
 
+// A run tuning at several thread counts (--threads 1,2) tunes each bucket at each: the unit's
+// bucket name carries the count, "m9-64.n1-512.k1-512.t2". threads_of_bucket_name gives it (0 for
+// a name without one: a run at one thread count) and shape_bucket_name the name without it.
+std::string bucket_name_at_threads(const std::string& name, int threads);
+int threads_of_bucket_name(const std::string& name);
+std::string shape_bucket_name(const std::string& name);
+
 // The buckets the shapes fall in, each with its shapes, in order of first appearance.
 std::vector<Bucket> make_buckets(const std::vector<NamedShape>& shapes);
 

@@ -143,7 +143,8 @@ class Progress {
 struct Unit {
   std::string identity;  // canonical spec
   KernelIdentity id;
-  Bucket bucket;
+  Bucket bucket;  // its name carries the thread count in a run at several
+  int threads = 1;
 };
 
 }  // namespace
@@ -187,13 +188,59 @@ void write_text_atomically(const std::string& text, const std::string& path) {
   write_file_atomically(path, "the tuner's output", text);
 }
 
+namespace {
+
+// A kernel's bucket objects (an array) with the thread ranges of each shape bucket joined where
+// adjacent and left out where they cover every count; one object when one remains.
+nlohmann::json merge_thread_ranges(const nlohmann::json& buckets) {
+  const auto shape_of = [](nlohmann::json b) {
+    b.erase("threads_min");
+    b.erase("threads_max");
+    return b;
+  };
+  std::vector<nlohmann::json> out;
+  std::vector<bool> done(buckets.size(), false);
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    if (done[i]) continue;
+    const nlohmann::json shape = shape_of(buckets[i]);
+    std::vector<std::pair<int64_t, int64_t>> ranges;  // (min, max); 0 / -1: unbounded
+    for (std::size_t j = i; j < buckets.size(); ++j) {
+      if (done[j] || shape_of(buckets[j]) != shape) continue;
+      done[j] = true;
+      ranges.emplace_back(buckets[j].value("threads_min", int64_t{0}),
+                          buckets[j].value("threads_max", int64_t{-1}));
+    }
+    std::sort(ranges.begin(), ranges.end());
+    std::vector<std::pair<int64_t, int64_t>> joined;
+    for (const auto& r : ranges) {
+      auto& last = joined.empty() ? r : joined.back();
+      if (!joined.empty() && last.second >= 0 && r.first <= last.second + 1) {
+        joined.back().second = r.second < 0 ? -1 : std::max(last.second, r.second);
+      } else {
+        joined.push_back(r);
+      }
+    }
+    for (const auto& [lo, hi] : joined) {
+      nlohmann::json b = shape;
+      if (lo > 0) b["threads_min"] = lo;
+      if (hi >= 0) b["threads_max"] = hi;
+      out.push_back(b);
+    }
+  }
+  return out.size() == 1 ? out.front() : nlohmann::json(out);
+}
+
+}  // namespace
+
 nlohmann::json tuned_database(const std::vector<Record>& records, const std::string& target,
                               bool parallel_only) {
   const auto group_of = [](const Record& r) { return r.identity + "|" + r.bucket; };
   std::set<std::string> has_parallel;  // buckets where a parallel schedule passed
   for (const Record& r : records) {
+    // A bucket tuned at 1 thread of a run at several counts serves 1-thread calls only: a serial
+    // schedule may win it.
     if (parallel_only && r.target == target && r.outcome == Outcome::kPassed && r.rate > 0 &&
-        !is_baseline(r) && runs_parallel(r))
+        !is_baseline(r) && runs_parallel(r) && threads_of_bucket_name(r.bucket) != 1)
       has_parallel.insert(group_of(r));
   }
   std::vector<Record> mine;
@@ -204,6 +251,14 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
   }
   const auto best = best_records(mine);
   const auto serving = merge_within_noise(mine, best);
+  // The thread counts each (identity, shape bucket) was tuned at, in a run at several.
+  std::map<std::string, std::vector<int>> counts_of;
+  for (const auto& [group, w] : best) {
+    const int t = threads_of_bucket_name(w.record->bucket);
+    if (t > 0)
+      counts_of[w.record->identity + "|" + shape_bucket_name(w.record->bucket)].push_back(t);
+  }
+  for (auto& [key, counts] : counts_of) std::sort(counts.begin(), counts.end());
   nlohmann::json kernels = nlohmann::json::array();
   std::map<std::string, std::size_t> by_name;  // kernel name -> index in `kernels`
   for (const auto& [group, w] : best) {
@@ -214,10 +269,16 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
     const KernelIdentity id = parse_identity_spec(r.identity);
     const auto schedule = r.schedule.get<schedules::Schedule>();
     const std::string name = kernel_name(id.op, id.params, schedule.generator_params(), target);
-    const Bucket bucket = [&] {
-      // The bucket's bounds from its name's shape (every record carries the shape measured).
-      return bucket_of(r.shape.at(0), r.shape.at(1), r.shape.at(2));
-    }();
+    // The bucket's bounds from its shape (every record carries the shape measured), and in a run
+    // at several thread counts its count's range: from it to the next count tuned, less one.
+    nlohmann::json bounds = bucket_of(r.shape.at(0), r.shape.at(1), r.shape.at(2)).bounds_json();
+    if (const int t = threads_of_bucket_name(w.record->bucket); t > 0) {
+      const std::vector<int>& counts =
+          counts_of.at(w.record->identity + "|" + shape_bucket_name(w.record->bucket));
+      const auto at = std::find(counts.begin(), counts.end(), t);
+      if (at != counts.begin()) bounds["threads_min"] = t;
+      if (at + 1 != counts.end()) bounds["threads_max"] = *(at + 1) - 1;
+    }
     std::ostringstream prov;
     const nlohmann::json& p = r.provenance;
     prov << "tuned by mmtune autotune " << p.value("date", "") << " on " << p.value("cpu", "?")
@@ -243,7 +304,7 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
     if (auto it = by_name.find(name); it != by_name.end()) {
       nlohmann::json& k = kernels[it->second];
       if (!k["bucket"].is_array()) k["bucket"] = nlohmann::json::array({k["bucket"]});
-      k["bucket"].push_back(bucket.bounds_json());
+      k["bucket"].push_back(bounds);
       k["provenance"] = k["provenance"].get<std::string>() + "; " + prov.str();
       continue;
     }
@@ -255,8 +316,13 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
                        {"generator", id.generator},
                        {"params", params},
                        {"schedule", r.schedule},
-                       {"bucket", bucket.bounds_json()},
+                       {"bucket", bounds},
                        {"provenance", prov.str()}});
+  }
+  // A kernel that won a shape bucket at adjacent thread counts serves their ranges as one; at
+  // every count, the bucket without a range.
+  for (nlohmann::json& k : kernels) {
+    if (k["bucket"].is_array()) k["bucket"] = merge_thread_ranges(k["bucket"]);
   }
   // A dimension on which every bucket of an identity has the same bounds tells its kernels
   // nothing apart: it is left unbounded (the runtime's nearest-bucket rule picks the same kernel
@@ -294,22 +360,29 @@ nlohmann::json tuned_database(const std::vector<Record>& records, const std::str
       return !b->contains("n_min") && !b->contains("n_max") && !b->contains("k_min") &&
              !b->contains("k_max");
     });
-    if (m_only && bs.size() > 1) {
-      std::vector<nlohmann::json*> by_m = bs;
-      std::sort(by_m.begin(), by_m.end(), [](const nlohmann::json* x, const nlohmann::json* y) {
-        return x->value("m_min", int64_t{0}) < y->value("m_min", int64_t{0});
-      });
-      for (std::size_t i = 0; i + 1 < by_m.size(); ++i) {
-        const int64_t hi = by_m[i]->value("m_max", int64_t{-1});
-        const int64_t lo = by_m[i + 1]->value("m_min", int64_t{0});
+    // (Buckets of one M range at several thread counts move together.)
+    std::map<std::pair<int64_t, int64_t>, std::vector<nlohmann::json*>> by_m;
+    for (nlohmann::json* b : bs) {
+      by_m[{b->value("m_min", int64_t{0}), b->value("m_max", int64_t{-1})}].push_back(b);
+    }
+    if (m_only && by_m.size() > 1) {
+      std::vector<std::pair<std::pair<int64_t, int64_t>, std::vector<nlohmann::json*>>> ranges(
+          by_m.begin(), by_m.end());
+      const auto set = [](const std::vector<nlohmann::json*>& group, const char* key,
+                          int64_t value) {
+        for (nlohmann::json* b : group) (*b)[key] = value;
+      };
+      for (std::size_t i = 0; i + 1 < ranges.size(); ++i) {
+        const int64_t hi = ranges[i].first.second;
+        const int64_t lo = ranges[i + 1].first.first;
         if (hi < 0 || lo <= hi + 1) continue;
         int64_t split = hi;  // the largest M nearer (or as near) to `hi` than to `lo`
         while ((split + 1) * (split + 1) <= hi * lo) ++split;
-        (*by_m[i])["m_max"] = split;
-        (*by_m[i + 1])["m_min"] = split + 1;
+        set(ranges[i].second, "m_max", split);
+        set(ranges[i + 1].second, "m_min", split + 1);
       }
-      by_m.front()->erase("m_min");
-      by_m.back()->erase("m_max");
+      for (nlohmann::json* b : ranges.front().second) b->erase("m_min");
+      for (nlohmann::json* b : ranges.back().second) b->erase("m_max");
     }
     for (nlohmann::json* b : bs) {
       if (b->is_object() && b->empty()) *b = "any";
@@ -391,12 +464,28 @@ TuneSummary autotune(const TuneOptions& o) {
   (void)schedules::default_template(info);  // InvalidArgument when no template schedules it
 
   // Units: identities x buckets, in a fixed order; this shard's are every shard_count-th.
+  // In a run at several thread counts, each bucket at each count (its name says which).
+  const std::vector<int> thread_counts =
+      o.thread_counts.empty() ? std::vector<int>{o.measure.threads} : o.thread_counts;
+  for (std::size_t i = 0; i < thread_counts.size(); ++i) {
+    if (thread_counts[i] < 1 ||
+        std::count(thread_counts.begin(), thread_counts.end(), thread_counts[i]) > 1) {
+      invalid("autotune", "--threads: ", thread_counts[i],
+              thread_counts[i] < 1 ? " is not a thread count (1 or more)" : " is listed twice");
+    }
+  }
   std::vector<Unit> all_units;
   const std::vector<Bucket> buckets = make_buckets(o.shapes);
   for (const std::string& spec : o.ops) {
     const KernelIdentity id = parse_identity_spec(spec);
     const std::string canonical = identity_spec(id);
-    for (const Bucket& b : buckets) all_units.push_back({canonical, id, b});
+    for (const Bucket& b : buckets) {
+      for (const int t : thread_counts) {
+        Unit u{canonical, id, b, t};
+        if (thread_counts.size() > 1) u.bucket.name = bucket_name_at_threads(b.name, t);
+        all_units.push_back(u);
+      }
+    }
   }
   std::vector<Unit> units;
   for (std::size_t i = 0; i < all_units.size(); ++i) {
@@ -407,7 +496,8 @@ TuneSummary autotune(const TuneOptions& o) {
   Database db = Database::open(o.db, /*writable=*/true);
   Progress progress(o.quiet);
   for (const std::string& w : db.warnings()) progress.line("mmtune autotune: warning: " + w);
-  const nlohmann::json prov = provenance(o.measure.threads);
+  const int max_threads = *std::max_element(thread_counts.begin(), thread_counts.end());
+  const nlohmann::json prov = provenance(max_threads);
   const std::string scratch = o.out + "/.work";
   std::filesystem::create_directories(scratch);
   WorkerPool pool(o.exe, scratch, o.jobs, o.timeout_s);
@@ -424,8 +514,7 @@ TuneSummary autotune(const TuneOptions& o) {
                   "; no BLAS or autoscheduler baselines and no machine figures for it");
   }
   if (o.emit && !remote) {
-    std::vector<int> threads = {1, o.measure.threads,
-                                static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN))};
+    std::vector<int> threads = {1, max_threads, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN))};
     {
       FileLock turn(measure_lock);
       machine = measure_machine(threads);
@@ -433,7 +522,7 @@ TuneSummary autotune(const TuneOptions& o) {
     machine["time"] = utc_now();
     machine["cpu"] = prov.value("cpu", "");
     machine["cores"] = prov.value("cores", 0);
-    machine["run_threads"] = o.measure.threads;
+    machine["run_threads"] = max_threads;
     write_json_atomically(machine, o.out + "/machine.json");
     std::ostringstream os;
     os << "mmtune autotune: this machine: peak";
@@ -469,8 +558,10 @@ TuneSummary autotune(const TuneOptions& o) {
     return rs;
   };
   double unit_start = 0;  // elapsed() when the current unit began
+  int unit_threads = 1;   // the current unit's
   auto store = [&](Record r, const std::string& strategy, const std::string& stage) {
     r.provenance = prov;
+    r.provenance["threads"] = unit_threads;
     // The load when this record was written (the run's start says little about an hour later).
     double load[3];
     if (::getloadavg(load, 3) == 3) r.provenance["load_average"] = {load[0], load[1], load[2]};
@@ -494,7 +585,8 @@ TuneSummary autotune(const TuneOptions& o) {
     const schedules::Accumulator acc = accumulator_of(u.id);
     Strategy strategy(o.strategy, info, acc,
                       mix(o.seed, u.identity + "|" + u.bucket.name + "|" + o.strategy));
-    strategy.set_threads(o.measure.threads);
+    unit_threads = u.threads;
+    strategy.set_threads(u.threads);
     std::vector<const Record*> existing = records_of(u, "");
     for (const Record* r : existing) strategy.mark_seen(r->schedule);
     summary.resumed += static_cast<int>(existing.size());
@@ -548,6 +640,7 @@ TuneSummary autotune(const TuneOptions& o) {
       job.shape = {shape.m, shape.n, shape.k};
       job.full_gate = full;
       job.measure = o.measure;
+      job.measure.threads = u.threads;
       job.measure_lock = measure_lock;
       job.inject_fault = o.inject_fault;
       job.seed = mix(o.seed, u.identity + u.bucket.name);

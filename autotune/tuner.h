@@ -45,7 +45,11 @@ struct TuneOptions {
   bool parallel_only = false;  // its winners split into parallel tasks where any passed that did
   std::string exe;             // this program (workers are its children)
   std::string inject_fault;    // tests only (tune_worker.h)
-  MeasureOptions measure;
+  MeasureOptions measure;      // measure.threads: the thread count when thread_counts is empty
+  // More than one: every bucket is tuned at each of these thread counts (a unit each, bucket names
+  // bucket_name_at_threads), and the emitted database gives a bucket a thread range per count
+  // where their winners differ (tuned_database).
+  std::vector<int> thread_counts;
   // A target reached through a kernel runner (autotune/tune_remote.h): the runner command ("" for
   // the target's default, qemu) and the cost ("" for the default: qemu_instructions without a
   // runner, device_time with one).
@@ -78,6 +82,10 @@ nlohmann::json provenance(int threads);
 // (tuning_db.h, runs_parallel) is won by such a schedule: the serial ones there are passed over.
 // (Candidates are timed at the run's thread count: at 1 thread a serial schedule can win by a few
 // percent and then use one core whatever set_num_threads says; docs/performance.md, 2026-12-02.)
+// Buckets tuned at several thread counts (names bucket_name_at_threads) get thread ranges,
+// threads_min / threads_max, where their winners differ (a count's range ends before the next
+// count tuned), none where one kernel wins every count; under parallel_only a serial schedule may
+// win the 1-thread bucket.
 nlohmann::json tuned_database(const std::vector<Record>& records, const std::string& target,
                               bool parallel_only = false);
 

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "autotune/kernel_naming.h"
+#include "autotune/tune_buckets.h"
 #include "autotune/tuning_db.h"
 #include "schedules/schedule.h"
 #include "tests/support/cli_runner.h"
@@ -29,6 +30,8 @@ namespace fs = std::filesystem;
 using tune::Database;
 using tune::Outcome;
 using tune::Record;
+using tune::shape_bucket_name;
+using tune::threads_of_bucket_name;
 
 std::set<std::string> keys_of(const std::string& db) {
   std::set<std::string> keys;
@@ -193,6 +196,43 @@ TEST_F(Autotune, FinalistsAreTimedAtEveryShapeOfTheirBucket) {
   const std::string prov = tuned["kernels"][0].at("provenance").get<std::string>();
   EXPECT_NE(prov.find("the geometric mean of a finalist's rates at 70x40x33 "), std::string::npos)
       << prov;
+}
+
+// --threads 1,2: each bucket is a unit at each count (its records' bucket names and provenance
+// say which, the timing ran at that count), and the emitted buckets cover both counts: one
+// kernel without a range, or thread ranges that meet.
+TEST_F(Autotune, SeveralThreadCountsTuneEachBucketAtEach) {
+  const CliResult r =
+      run("autotune --op Gemm:float32 --shape 40,64,48 --max-candidates 3 --strategy random"
+          " --seed 3 --finalists 1 --quiet --threads 1,2 --baselines none --no-package --out " +
+          path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Database d = Database::open(path("out") + "/tuning.jsonl", false);
+  std::map<std::string, int> records_of;
+  for (const Record& rec : candidates_of(d)) {
+    ++records_of[rec.bucket];
+    const int t = threads_of_bucket_name(rec.bucket);
+    EXPECT_EQ(rec.provenance.value("threads", 0), t) << rec.to_json().dump();
+    EXPECT_EQ(shape_bucket_name(rec.bucket), "m9-64.n1-512.k1-512");
+  }
+  EXPECT_EQ(records_of.size(), 2u);
+  EXPECT_GE(records_of["m9-64.n1-512.k1-512.t1"], 3);
+  EXPECT_GE(records_of["m9-64.n1-512.k1-512.t2"], 3);
+  const Record& any = d.records().front();
+  const auto tuned = nlohmann::json::parse(slurp(path("out") + "/tuned/" + any.target + ".json"));
+  const auto& kernels = tuned.at("kernels");
+  ASSERT_GE(kernels.size(), 1u);
+  ASSERT_LE(kernels.size(), 2u);
+  if (kernels.size() == 1) {
+    EXPECT_EQ(kernels[0].at("bucket"), "any") << tuned.dump();
+  } else {
+    // One bucket (the identity's only shape bucket: no M, N or K bounds) per kernel, one up to 1
+    // thread and one from 2.
+    std::set<std::string> ranges;
+    for (const auto& k : kernels) ranges.insert(k.at("bucket").dump());
+    EXPECT_EQ(ranges, (std::set<std::string>{R"({"threads_max":1})", R"({"threads_min":2})"}))
+        << tuned.dump();
+  }
 }
 
 TEST_F(Autotune, TwoShardsMergedHoldTheCandidatesOfOneRun) {
@@ -510,6 +550,10 @@ TEST_F(Autotune, BadArgumentsAreRefusedBeforeAnythingRuns) {
       {"--baselines Adams2019,Halide2030", "--baselines: 'Halide2030' is not one of Halide's"},
       {"--baselines Li2018,,Adams2019", "--baselines 'Li2018,,Adams2019' is not a comma list"},
       {"--baseline-gate some", "--baseline-gate 'some' is not full or bucket"},
+      {"--threads 0", "--threads '0': '0' is not a thread count from 1 to 1024"},
+      {"--threads 1,x", "--threads '1,x': 'x' is not a thread count"},
+      {"--threads 2,1,2", "--threads '2,1,2': 2 is listed twice"},
+      {"--threads 1,,2", "--threads '1,,2': '' is not a thread count"},
   };
   std::ofstream(path("not_json.json")) << "{\"kernels\": [";
   std::ofstream(path("bad_kernel.json"))

@@ -373,24 +373,26 @@ TEST_F(TuningDb, BaselinesAreNeverWinners) {
   EXPECT_EQ(tuned.dump().find("baseline"), std::string::npos) << tuned.dump();
 }
 
+// A passed record of `bucket` at `shape`, its schedule parallel or not.
+Record passed_at(int tile_rows, bool parallel, double rate, const std::string& bucket,
+                 std::vector<int64_t> shape) {
+  Record r = record(tile_rows, Outcome::kPassed, rate, bucket);
+  r.schedule["parallel"] = parallel;
+  r.shape = std::move(shape);
+  return r;
+}
+
 // --parallel-only: where a schedule that splits into parallel tasks passed, the bucket's kernel is
 // one of those, however much faster a serial one ran at the run's thread count; a bucket where none
 // did keeps its serial winner.
 TEST(TuningDbEmit, ParallelOnlyPassesOverSerialWinnersWhereAParallelScheduleRan) {
   const std::string a = "m9-64.n1-512.k1-512", b = "m65-256.n1-512.k1-512";
-  auto at = [](int tile_rows, bool parallel, double rate, const std::string& bucket,
-               std::vector<int64_t> shape) {
-    Record r = record(tile_rows, Outcome::kPassed, rate, bucket);
-    r.schedule["parallel"] = parallel;
-    r.shape = std::move(shape);
-    return r;
-  };
   const std::vector<Record> rs = {
-      at(4, false, 10e9, a, {64, 64, 64}),  // serial winner, 11 % ahead
-      at(6, true, 9e9, a, {64, 64, 64}),    // 11 tile rows of 6: parallel tasks
-      at(2, true, 12e9, a, {64, 64, 64}),   // parallel flag, but failed the gate
-      at(8, false, 5e9, b, {128, 64, 64}),  // b: serial only
-      at(1, true, 4e9, b, {1, 64, 64})};    // one row: a single task, not parallel
+      passed_at(4, false, 10e9, a, {64, 64, 64}),  // serial winner, 11 % ahead
+      passed_at(6, true, 9e9, a, {64, 64, 64}),    // 11 tile rows of 6: parallel tasks
+      passed_at(2, true, 12e9, a, {64, 64, 64}),   // parallel flag, but failed the gate
+      passed_at(8, false, 5e9, b, {128, 64, 64}),  // b: serial only
+      passed_at(1, true, 4e9, b, {1, 64, 64})};    // one row: a single task, not parallel
   std::vector<Record> with_failure = rs;
   with_failure[2].outcome = Outcome::kIncorrect;
   EXPECT_FALSE(runs_parallel(with_failure[0]));
@@ -416,6 +418,54 @@ TEST(TuningDbEmit, ParallelOnlyPassesOverSerialWinnersWhereAParallelScheduleRan)
   EXPECT_EQ(parallel.size(), 2u);
   EXPECT_EQ(parallel[0], 6);   // the passed parallel schedule, 10 % behind
   EXPECT_EQ(parallel[65], 8);  // no parallel schedule passed in b
+}
+
+// A run at several thread counts (--threads 1,2,4) tunes each bucket at each, its name saying
+// which. Where the winners of a shape bucket differ by count, the emitted buckets hold thread
+// ranges (from a count to the next one less one; a kernel winning adjacent counts serves both as
+// one range); where one kernel wins every count, its bucket has no range. At 1 thread a serial
+// schedule may win even with --parallel-only.
+TEST(TuningDbEmit, ThreadCountsWhoseWinnersDifferGetThreadRanges) {
+  EXPECT_EQ(bucket_name_at_threads("m9-64.n1-512.k1-512", 2), "m9-64.n1-512.k1-512.t2");
+  EXPECT_EQ(threads_of_bucket_name("m9-64.n1-512.k1-512.t2"), 2);
+  EXPECT_EQ(threads_of_bucket_name("m9-64.n1-512.k1-512.t16"), 16);
+  EXPECT_EQ(threads_of_bucket_name("m9-64.n1-512.k1-512"), 0);
+  EXPECT_EQ(threads_of_bucket_name("m257+.n4097+.k4097+"), 0);
+  EXPECT_EQ(shape_bucket_name("m9-64.n1-512.k1-512.t2"), "m9-64.n1-512.k1-512");
+  EXPECT_EQ(shape_bucket_name("m9-64.n1-512.k1-512"), "m9-64.n1-512.k1-512");
+  const std::string a = "m9-64.n1-512.k1-512", b = "m65-256.n1-512.k1-512",
+                    c = "m257+.n1-512.k1-512";
+  const std::vector<Record> rs = {
+      // a: a serial schedule wins at 1 thread, a parallel one (11 tasks of 6 rows) at 2.
+      passed_at(4, false, 10e9, a + ".t1", {64, 64, 64}),
+      passed_at(6, true, 7e9, a + ".t1", {64, 64, 64}),
+      passed_at(6, true, 15e9, a + ".t2", {64, 64, 64}),
+      passed_at(4, false, 10e9, a + ".t2", {64, 64, 64}),
+      // b: one schedule wins both counts.
+      passed_at(8, true, 12e9, b + ".t1", {128, 64, 64}),
+      passed_at(2, true, 6e9, b + ".t1", {128, 64, 64}),
+      passed_at(8, true, 20e9, b + ".t2", {128, 64, 64}),
+      passed_at(2, true, 10e9, b + ".t2", {128, 64, 64}),
+      // c, at 1, 2 and 4 threads: one winner at 1, another at 2 and 4.
+      passed_at(3, true, 12e9, c + ".t1", {300, 64, 64}),
+      passed_at(5, true, 9e9, c + ".t1", {300, 64, 64}),
+      passed_at(5, true, 20e9, c + ".t2", {300, 64, 64}),
+      passed_at(3, true, 14e9, c + ".t2", {300, 64, 64}),
+      passed_at(5, true, 35e9, c + ".t4", {300, 64, 64}),
+      passed_at(3, true, 20e9, c + ".t4", {300, 64, 64})};
+  for (const bool parallel_only : {false, true}) {
+    const nlohmann::json kernels =
+        tuned_database(rs, "x86-64-linux-avx2-fma", parallel_only).at("kernels");
+    std::map<int, nlohmann::json> bucket_of_tile;
+    for (const auto& k : kernels) bucket_of_tile[k.at("schedule").at("tile_rows")] = k.at("bucket");
+    ASSERT_EQ(bucket_of_tile.size(), 5u) << kernels.dump();
+    const std::string context = (parallel_only ? "--parallel-only: " : "") + kernels.dump();
+    EXPECT_EQ(bucket_of_tile[4], nlohmann::json({{"m_max", 64}, {"threads_max", 1}})) << context;
+    EXPECT_EQ(bucket_of_tile[6], nlohmann::json({{"m_max", 64}, {"threads_min", 2}})) << context;
+    EXPECT_EQ(bucket_of_tile[8], nlohmann::json({{"m_min", 65}, {"m_max", 256}})) << context;
+    EXPECT_EQ(bucket_of_tile[3], nlohmann::json({{"m_min", 257}, {"threads_max", 1}})) << context;
+    EXPECT_EQ(bucket_of_tile[5], nlohmann::json({{"m_min", 257}, {"threads_min", 2}})) << context;
+  }
 }
 
 // A finalist timed at each listed shape of its bucket is ranked by the geometric mean of its rates
