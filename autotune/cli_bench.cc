@@ -248,9 +248,8 @@ Impl bare_gemm_kernel(const std::vector<OpCall>& copies, const NamedShape& s, co
 // take the schedule from.
 std::vector<Impl> make_impls(const std::vector<std::string>& names, const KernelIdentity& id,
                              const std::string& spec, const std::vector<OpCall>& copies,
-                             const NamedShape& s, bool halide_if_kernel) {
+                             const NamedShape& s, bool halide_if_kernel, const Tensor& want) {
   const OpCall& c0 = copies[0];
-  const Tensor want = run_reference(c0.op, c0.inputs, c0.attrs);
   std::vector<Impl> impls;
   // Which kernel the runtime runs for the call (once; `kernel` and `halide` need it too).
   DispatchInfo dispatched;
@@ -491,15 +490,19 @@ Examples:
       for (const NamedShape& s : shapes) {
         std::vector<OpCall> copies = tune::timing_calls(id, s.m, s.n, s.k, o->seed);
         if (o->warm) copies.resize(1);
-        // `all` takes the JIT only where the runtime has a kernel to take the schedule from.
-        const std::vector<Impl> impls = make_impls(names, id, spec, copies, s, all);
-        const bool jit = std::any_of(impls.begin(), impls.end(),
-                                     [](const Impl& i) { return i.name == "halide"; });
+        const OpCall& c0 = copies[0];
+        const Tensor want = run_reference(c0.op, c0.inputs, c0.attrs);
         for (int t : o->threads) {
           set_num_threads(t);
+          blas::set_threads(t);
+          // Made (and checked against the reference) at each thread count: the runtime's kernel
+          // for a call may depend on it (a bucket's thread range), and so may a prepared call's.
+          // `all` takes the JIT only where the runtime has a kernel to take the schedule from.
+          const std::vector<Impl> impls = make_impls(names, id, spec, copies, s, all, want);
+          const bool jit = std::any_of(impls.begin(), impls.end(),
+                                       [](const Impl& i) { return i.name == "halide"; });
           // The JIT's runtime exists once a kernel has been compiled (the halide check did).
           if (jit) Halide::Internal::JITSharedRuntime::set_num_threads(t);
-          blas::set_threads(t);
           for (const Impl& impl : impls) {
             if (impl.set_threads) impl.set_threads(t);
           }
