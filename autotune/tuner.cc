@@ -213,9 +213,8 @@ nlohmann::json merge_thread_ranges(const nlohmann::json& buckets) {
     std::sort(ranges.begin(), ranges.end());
     std::vector<std::pair<int64_t, int64_t>> joined;
     for (const auto& r : ranges) {
-      auto& last = joined.empty() ? r : joined.back();
-      if (!joined.empty() && last.second >= 0 && r.first <= last.second + 1) {
-        joined.back().second = r.second < 0 ? -1 : std::max(last.second, r.second);
+      if (!joined.empty() && joined.back().second >= 0 && r.first <= joined.back().second + 1) {
+        joined.back().second = r.second < 0 ? -1 : std::max(joined.back().second, r.second);
       } else {
         joined.push_back(r);
       }

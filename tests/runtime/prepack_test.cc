@@ -857,18 +857,6 @@ TEST(PackedB, RepeatedCallsFollowEveryArgument) {
   std::cout << "[prepack] repeated calls: " << calls << " calls bit-exact\n";
 }
 
-// Restores the pool's thread count a test changed.
-class PoolThreads {
- public:
-  explicit PoolThreads(int n) : previous_(set_num_threads(n)) {}
-  ~PoolThreads() { set_num_threads(previous_); }
-  PoolThreads(const PoolThreads&) = delete;
-  PoolThreads& operator=(const PoolThreads&) = delete;
-
- private:
-  int previous_;
-};
-
 // A bucket may hold a thread range (tuned/README.md), so the same call can run one kernel on 1
 // thread and another on 2. Calls with a PackedB follow set_num_threads (its memo keys on the
 // count); a prepared call keeps the kernel chosen when it was prepared (mmtune.h). Every output is
@@ -910,7 +898,7 @@ TEST(PackedB, TheThreadCountChoosesTheKernelAndCallsFollowIt) {
   const Tensor expected = qlinear_matmul(args);
   const std::string shape =
       std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " ";
-  const PoolThreads restore(2);
+  const testing::PoolThreads restore(2);
   const runtime::PackedB pb = runtime::prepack_b(args);
   DispatchInfo two;
   EXPECT_TRUE(testing::bit_equal(expected, runtime::qlinear_matmul(args, pb, &two), shape + "2"));

@@ -76,11 +76,7 @@ BucketThreads::BucketThreads(const runtime::Bucket& bucket) {
   const int now = host::pool_threads();
   const auto wanted =
       static_cast<int>(clamp_to(now, std::max<int64_t>(bucket.threads_min, 1), bucket.threads_max));
-  if (wanted != now) previous_ = set_num_threads(wanted);
-}
-
-BucketThreads::~BucketThreads() {
-  if (previous_ >= 0) set_num_threads(previous_);
+  if (wanted != now) moved_.emplace(wanted);
 }
 
 int64_t clamp_to(int64_t x, int64_t lo, int64_t hi) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,17 +40,26 @@ class LevelCap {
   std::string previous_;
 };
 
-// The pool's thread count moved into a bucket's threads range while it lives (restored after), so
-// that calls select the bucket's kernel; no change when the count is inside already.
+// The pool's thread count set to n while it lives (the previous count restored after).
+class PoolThreads {
+ public:
+  explicit PoolThreads(int n) : previous_(set_num_threads(n)) {}
+  ~PoolThreads() { set_num_threads(previous_); }
+  PoolThreads(const PoolThreads&) = delete;
+  PoolThreads& operator=(const PoolThreads&) = delete;
+
+ private:
+  int previous_;
+};
+
+// The pool's thread count moved into a bucket's threads range while it lives, so that calls
+// select the bucket's kernel; no change when the count is inside already.
 class BucketThreads {
  public:
   explicit BucketThreads(const runtime::Bucket& bucket);
-  ~BucketThreads();
-  BucketThreads(const BucketThreads&) = delete;
-  BucketThreads& operator=(const BucketThreads&) = delete;
 
  private:
-  int previous_ = -1;  // the count to restore; -1: unchanged
+  std::optional<PoolThreads> moved_;
 };
 
 // x moved into [lo, hi] (hi < 0: no upper bound).
