@@ -149,7 +149,26 @@ std::function<void()> prepared_with_c(Args call_args, Prepare prepare, const Ten
   return run;
 }
 
-// The prepared call (prepare_gemm / prepare_qlinear_matmul / prepare_qgemm with B prepacked, once
+// A prepared call of two operands (QLinearMatMul's a and b, QuantMatmulDequant's x and weight):
+// `prepare` with the second prepacked, run once into `out` and checked against `want`; the run.
+template <class Args, class Prepare>
+std::function<void()> prepared_without_c(const std::shared_ptr<Args>& args, const Tensor* first,
+                                         const Tensor* second, Prepare prepare, const Tensor& want,
+                                         const std::shared_ptr<Tensor>& out, DispatchInfo* info) {
+  const runtime::PackedB pb = runtime::prepack_b(*args);
+  using Prepared = decltype(prepare(*args, &pb));
+  auto prepared = std::make_shared<Prepared>(prepare(*args, &pb));
+  *info = prepared->info();
+  auto run = [args, prepared, first, second, out] {
+    prepared->run(first->bytes.data(), second->bytes.data(), out->bytes.data());
+  };
+  run();
+  check_exact("prepared", want, *out);
+  return run;
+}
+
+// The prepared call (prepare_gemm / prepare_qlinear_matmul / prepare_qgemm /
+// prepare_quant_matmul_dequant with B prepacked, once
 // per input copy) running into an output made once: what a framework's inference step pays. Checked
 // against `want` bit for bit; nullptr for other operators or a batched QLinearMatMul.
 std::function<void()> prepared_runtime_call(const OpCall& c, const Tensor& want,
@@ -165,16 +184,22 @@ std::function<void()> prepared_runtime_call(const OpCall& c, const Tensor& want,
   if (op == "QLinearMatMul") {
     auto args = std::make_shared<QLinearMatMulArgs>(qlinear_matmul_args(c.inputs, c.attrs));
     if (args->a->rank() != 2 || args->b->rank() != 2) return nullptr;
-    const runtime::PackedB pb = runtime::prepack_b(*args);
-    auto prepared = std::make_shared<runtime::PreparedQLinearMatMul>(
-        runtime::prepare_qlinear_matmul(*args, &pb));
-    *info = prepared->info();
-    auto run = [args, prepared, out] {
-      prepared->run(args->a->bytes.data(), args->b->bytes.data(), out->bytes.data());
-    };
-    run();
-    check_exact("prepared", want, *out);
-    return run;
+    return prepared_without_c(
+        args, args->a, args->b,
+        [](const QLinearMatMulArgs& a, const runtime::PackedB* pb) {
+          return runtime::prepare_qlinear_matmul(a, pb);
+        },
+        want, out, info);
+  }
+  if (op == "QuantMatmulDequant") {
+    auto args =
+        std::make_shared<QuantMatmulDequantArgs>(quant_matmul_dequant_args(c.inputs, c.attrs));
+    return prepared_without_c(
+        args, args->x, args->weight,
+        [](const QuantMatmulDequantArgs& a, const runtime::PackedB* pb) {
+          return runtime::prepare_quant_matmul_dequant(a, pb);
+        },
+        want, out, info);
   }
   if (op == "QGemm") {
     return prepared_with_c(
@@ -287,13 +312,16 @@ std::vector<Impl> make_impls(const std::vector<std::string>& names, const Kernel
       for (const OpCall& c : copies) runs.push_back(prepared_runtime_call(c, want, &info));
       if (!runs[0]) {
         if (halide_if_kernel) continue;
-        invalid("bench", "--impl prepared: Gemm, QGemm and QLinearMatMul with 2-D operands only (",
+        invalid("bench",
+                "--impl prepared: Gemm, QGemm, QuantMatmulDequant and QLinearMatMul with 2-D "
+                "operands only (",
                 spec, ")");
       }
       impl.kernel = info.kernel;
       impl.note =
           "bit-exact with the reference; prepared once (prepare_gemm / "
-          "prepare_qlinear_matmul / prepare_qgemm, B prepacked), run into an output made once; " +
+          "prepare_qlinear_matmul / prepare_qgemm / prepare_quant_matmul_dequant, B prepacked), "
+          "run into an output made once; " +
           info.reason;
       impl.call = [runs](std::size_t ci) { runs[ci](); };
     } else if (name == "kernel") {
@@ -394,9 +422,9 @@ shape (or the reference where none may run) and allocates the output, in this pr
   prepacked the same call with B prepacked once (mmtune::runtime::prepack_b; Gemm, QGemm,
             QuantMatmulDequant's weight, QLinearMatMul with a 2-D b): the prepacked twin of the
             kernel, no packing per call
-  prepared  the call prepared once (prepare_gemm / prepare_qlinear_matmul / prepare_qgemm, B
-            prepacked) and run into an output made once: no validation, dispatch or allocation
-            per call
+  prepared  the call prepared once (prepare_gemm / prepare_qlinear_matmul / prepare_qgemm /
+            prepare_quant_matmul_dequant, B prepacked) and run into an output made once: no
+            validation, dispatch or allocation per call
   kernel    that AOT kernel alone, called directly on buffers made once into a preallocated output
             (float32.. Gemm without transposes): the runtime's time minus its time is the call's
             cost outside the kernel (the us/call column)

@@ -1,6 +1,6 @@
 // The parts of an operator call that do not depend on the data, shared by the plain calls
-// (gemm.cc, qlinear_matmul.cc) and the prepared ones (prepared.cc): which kernel runs, and which
-// prepacked panels it reads.
+// (gemm.cc, qlinear_matmul.cc, qgemm.cc, quant_matmul_dequant.cc) and the prepared ones
+// (prepared.cc): which kernel runs, and which prepacked panels it reads.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +41,12 @@ Chosen choose_qlinear_matmul(const QLinearMatMulArgs& args, const QLinearMatMulP
 Chosen choose_qgemm(const QGemmArgs& args, const QGemmPlan& plan, const PackedB::Impl* packed,
                     DispatchInfo* info);
 
+// QuantMatmulDequant: plan = validate_quant_matmul_dequant(args), quant_matmul_dequant_no_kernel
+// (plan) empty.
+Chosen choose_quant_matmul_dequant(const QuantMatmulDequantArgs& args,
+                                   const QuantMatmulDequantPlan& plan, const PackedB::Impl* packed,
+                                   DispatchInfo* info);
+
 // The plain calls with a PackedB through its memo (prepared.cc): the output, or nullopt where the
 // plain path must compute the call (a PackedB of another operator or another B, whose error it
 // reports; a batched or vector QLinearMatMul; a call no kernel runs). A call of a new signature
@@ -51,10 +57,14 @@ std::optional<Tensor> qlinear_matmul_through_memo(const QLinearMatMulArgs& args,
                                                   const PackedB& packed_b, DispatchInfo* info);
 std::optional<Tensor> qgemm_through_memo(const QGemmArgs& args, const PackedB& packed_b,
                                          DispatchInfo* info);
+std::optional<Tensor> quant_matmul_dequant_through_memo(const QuantMatmulDequantArgs& args,
+                                                        const PackedB& packed_b,
+                                                        DispatchInfo* info);
 
 // What fixes a PackedB of each operator besides B's dtype and shape (PackedB::Impl::what).
 std::string gemm_packing_key(const GemmArgs& args);
 std::string qlinear_matmul_packing_key(const QLinearMatMulArgs& args);
 std::string qgemm_packing_key(const QGemmArgs& args);
+std::string quant_matmul_dequant_packing_key(const QuantMatmulDequantArgs& args);
 
 }  // namespace mmtune::runtime

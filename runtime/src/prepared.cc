@@ -1,9 +1,9 @@
-// Prepared calls (mmtune.h: Gemm, QLinearMatMul, QGemm): validation, the kernel's choice, the
-// buffers' description and the quantization parameters' widening done once; run() fills in the host
-// pointers of copies of the described buffers and calls the kernel. Nothing on run()'s path
-// allocates, formats or parses (but the reference fallback; a transposed operand without a PackedB
-// is copied transposed on each run, into the thread's scratch: allocated by the thread's first
-// such run, or when it grows).
+// Prepared calls (mmtune.h: Gemm, QLinearMatMul, QGemm, QuantMatmulDequant): validation, the
+// kernel's choice, the buffers' description and the quantization parameters' widening done once;
+// run() fills in the host pointers of copies of the described buffers and calls the kernel. Nothing
+// on run()'s path allocates, formats or parses (but the reference fallback; a transposed operand
+// without a PackedB is copied transposed on each run, into the thread's scratch: allocated by the
+// thread's first such run, or when it grows).
 //
 // The plain calls with a PackedB go through the same preparation: each PackedB remembers the
 // calls made with it (PackedB::Impl::memo), so that a call whose signature (shapes, types,
@@ -17,6 +17,7 @@
 #include "runtime/host/kernel_memory.h"
 #include "runtime/host/qgemm_host.h"
 #include "runtime/host/qlinear_matmul_host.h"
+#include "runtime/host/quant_matmul_dequant_host.h"
 #include "runtime/host/thread_pool.h"
 #include "runtime/src/calls.h"
 #include "runtime/src/dispatch.h"
@@ -126,6 +127,24 @@ bool same_optional(const Tensor* t, const Tensor* kept) {
   return t ? kept && same_tensor(t, *kept) : !kept;
 }
 
+// An optional parameter kept by a preparation: copied into `into`, which the kept args point to.
+const Tensor* keep(const Tensor* from, Tensor& into) {
+  if (!from) return nullptr;
+  into = *from;
+  return &into;
+}
+
+// A new prepared Impl of type P stamped with what its reuse depends on: the PackedB prepared with,
+// the allowed level and the pool's thread count.
+template <class P>
+std::shared_ptr<P> new_prepared(const PackedB::Impl* packed) {
+  auto p = std::make_shared<P>();
+  p->packed_impl = packed;
+  p->level = allowed_level_or_invalid();
+  p->threads = host::pool_threads();
+  return p;
+}
+
 // A plain call with a PackedB through the PackedB's memo. `matches` tells a remembered Impl of
 // this call's signature; `prepare` checks the call as the plain call does (packed_for_call, then
 // the reference's validation: the same errors in the same order) and prepares it; `run` runs an
@@ -176,10 +195,7 @@ namespace {
 
 std::shared_ptr<PreparedGemm::Impl> make_gemm(const GemmArgs& args, const GemmPlan& plan,
                                               const PackedB::Impl* packed) {
-  auto p = std::make_shared<PreparedGemm::Impl>();
-  p->packed_impl = packed;
-  p->level = allowed_level_or_invalid();
-  p->threads = host::pool_threads();
+  auto p = new_prepared<PreparedGemm::Impl>(packed);
   p->t = args.a->dtype;
   p->m = plan.m;
   p->n = plan.n;
@@ -318,24 +334,15 @@ namespace {
 std::shared_ptr<PreparedQLinearMatMul::Impl> make_qlinear_matmul(const QLinearMatMulArgs& args,
                                                                  const QLinearMatMulPlan& plan,
                                                                  const PackedB::Impl* packed) {
-  auto p = std::make_shared<PreparedQLinearMatMul::Impl>();
-  p->packed_impl = packed;
-  p->level = allowed_level_or_invalid();
-  p->threads = host::pool_threads();
+  auto p = new_prepared<PreparedQLinearMatMul::Impl>(packed);
   // The parameters are kept (copies): the fallback and the widening read them.
-  p->a_scale = *args.a_scale;
-  p->a_zero_point = *args.a_zero_point;
-  p->b_scale = *args.b_scale;
-  p->b_zero_point = *args.b_zero_point;
-  p->y_scale = *args.y_scale;
-  p->y_zero_point = *args.y_zero_point;
   p->args = args;
-  p->args.a_scale = &p->a_scale;
-  p->args.a_zero_point = &p->a_zero_point;
-  p->args.b_scale = &p->b_scale;
-  p->args.b_zero_point = &p->b_zero_point;
-  p->args.y_scale = &p->y_scale;
-  p->args.y_zero_point = &p->y_zero_point;
+  p->args.a_scale = keep(args.a_scale, p->a_scale);
+  p->args.a_zero_point = keep(args.a_zero_point, p->a_zero_point);
+  p->args.b_scale = keep(args.b_scale, p->b_scale);
+  p->args.b_zero_point = keep(args.b_zero_point, p->b_zero_point);
+  p->args.y_scale = keep(args.y_scale, p->y_scale);
+  p->args.y_zero_point = keep(args.y_zero_point, p->y_zero_point);
   p->a_type = args.a->dtype;
   p->b_type = args.b->dtype;
   p->y_type = plan.out_dtype;
@@ -486,17 +493,9 @@ namespace {
 
 std::shared_ptr<PreparedQGemm::Impl> make_qgemm(const QGemmArgs& args, const QGemmPlan& plan,
                                                 const PackedB::Impl* packed) {
-  auto p = std::make_shared<PreparedQGemm::Impl>();
-  p->packed_impl = packed;
-  p->level = allowed_level_or_invalid();
-  p->threads = host::pool_threads();
+  auto p = new_prepared<PreparedQGemm::Impl>(packed);
   // The parameters are kept (copies): the fallback reads them; the kernel's are widened once.
   p->args = args;
-  auto keep = [](const Tensor* from, Tensor& into) -> const Tensor* {
-    if (!from) return nullptr;
-    into = *from;
-    return &into;
-  };
   p->args.a_scale = keep(args.a_scale, p->a_scale);
   p->args.a_zero_point = keep(args.a_zero_point, p->a_zero_point);
   p->args.b_scale = keep(args.b_scale, p->b_scale);
@@ -624,6 +623,164 @@ void PreparedQGemm::run(const void* a, const void* b, const void* c, void* y) co
   const Impl& p = *impl_;
   require_run("QGemm", p.packed_impl, a, b, p.args.c != nullptr, c, y);
   run_qgemm(p, a, b, c, y);
+}
+
+struct PreparedQuantMatmulDequant::Impl {
+  DispatchInfo info;
+  Chosen chosen;
+  PackedB packed;  // (as PreparedGemm's)
+  const PackedB::Impl* packed_impl = nullptr;
+  std::size_t level = kInvalidLevel;
+  int threads = 0;
+  QuantMatmulDequantArgs args;  // the parameter tensors below; x, weight replaced per fallback run
+  Tensor weight_scale, bias, x_scale, smooth_scale;
+  Tensor kernel_bias;            // what the kernel adds: the bias, zeros, or with panels the fold
+  Tensor no_x_scale, no_smooth;  // 1-element dummies the kernel never reads
+  int64_t m = 0, n = 0, k = 0;
+  Arg x, w, ws, b, xs, sm, y;
+};
+
+namespace {
+
+std::shared_ptr<PreparedQuantMatmulDequant::Impl> make_quant_matmul_dequant(
+    const QuantMatmulDequantArgs& args, const QuantMatmulDequantPlan& plan,
+    const PackedB::Impl* packed) {
+  auto p = new_prepared<PreparedQuantMatmulDequant::Impl>(packed);
+  // The parameters are kept (copies): the fallback and the kernel read them.
+  p->args = args;
+  p->args.weight_scale = keep(args.weight_scale, p->weight_scale);
+  p->args.bias = keep(args.bias, p->bias);
+  p->args.x_scale = keep(args.x_scale, p->x_scale);
+  p->args.smooth_scale = keep(args.smooth_scale, p->smooth_scale);
+  p->m = plan.m;
+  p->n = plan.n;
+  p->k = plan.k;
+  if (auto why = quant_matmul_dequant_no_kernel(plan)) {
+    p->info = {"reference", *why};
+  } else if (plan.k == 0) {
+    p->info = {"reference", "K is 0 (an empty sum): the reference computes it"};
+  } else {
+    p->chosen = choose_quant_matmul_dequant(args, plan, packed, &p->info);
+  }
+  if (p->chosen.kernel) {
+    p->no_x_scale = Tensor(DType::kFloat32, {1});
+    p->no_smooth = Tensor(DType::kFloat16, {1});
+    if (p->chosen.panels) {
+      p->kernel_bias = fold_column_sums_into_bias(p->args.bias, packed->column_sums);
+    } else {
+      p->kernel_bias = p->args.bias ? p->bias : Tensor(DType::kInt32, {plan.n});
+    }
+    p->x.describe(view_matrix(nullptr, DType::kFloat16, 0, p->m, p->k));
+    if (p->chosen.panels) {
+      const Tensor& panels = p->chosen.panels->panels;
+      p->w.describe(view(panels, panels.shape));
+    } else {
+      p->w.describe(view_matrix(nullptr, DType::kInt8, 0, p->k, p->n));
+    }
+    p->ws.describe(view(p->weight_scale, {p->n}));
+    p->b.describe(view(p->kernel_bias, {p->n}));
+    p->xs.describe(plan.dynamic                                 ? view(p->no_x_scale, {1})
+                   : args.x_quant_mode == XQuantMode::kPerToken ? view(p->x_scale, {p->m})
+                                                                : view(p->x_scale, {1}));
+    p->sm.describe(args.smooth_scale ? view(p->smooth_scale, {p->k}) : view(p->no_smooth, {1}));
+    p->y.describe(view_matrix(nullptr, DType::kFloat16, 0, p->m, p->n));
+    if (args.transpose_weight && !p->chosen.panels)
+      p->info.reason +=
+          "; the (N, K) weight is copied transposed on each run (prepack_b avoids it)";
+  }
+  return p;
+}
+
+// The host pointer of a kept tensor (the Arg describing it holds none).
+const void* host_of(const Tensor& t) { return t.bytes.data(); }
+
+void run_quant_matmul_dequant(const PreparedQuantMatmulDequant::Impl& p, const void* x,
+                              const void* weight, void* y) {
+  const bool nk = p.args.transpose_weight;
+  if (!p.chosen.kernel) {
+    const Tensor xt = tensor_at(x, DType::kFloat16, {p.m, p.k}),
+                 wt = tensor_at(weight, DType::kInt8, nk ? Shape{p.n, p.k} : Shape{p.k, p.n});
+    QuantMatmulDequantArgs args = p.args;
+    args.x = &xt;
+    args.weight = &wt;
+    const Tensor out = mmtune::quant_matmul_dequant(args);
+    if (!out.bytes.empty()) std::memcpy(y, out.bytes.data(), out.bytes.size());
+    return;
+  }
+  host::ScratchTensor w_t;
+  const void* w = weight;
+  if (p.chosen.panels) {
+    w = p.chosen.panels->panels.bytes.data();
+  } else if (nk) {
+    w = w_t.transpose_of(weight, DType::kInt8, p.n, p.k).bytes.data();
+  }
+  const bool dynamic = p.args.x_scale == nullptr;
+  halide_buffer_t xb = p.x.at(x), wb = p.w.at(w), wsb = p.ws.at(host_of(p.weight_scale)),
+                  bb = p.b.at(host_of(p.kernel_bias)),
+                  xsb = p.xs.at(host_of(dynamic ? p.no_x_scale : p.x_scale)),
+                  smb = p.sm.at(host_of(p.args.smooth_scale ? p.smooth_scale : p.no_smooth)),
+                  yb = p.y.at(y);
+  KernelCall call(*p.chosen.kernel);
+  const auto fn = reinterpret_cast<QuantMatmulDequantKernelFn>(p.chosen.kernel->fn);
+  call.check(fn(call.user_context(), &xb, &wb, &wsb, &bb, &xsb, &smb, &yb));
+}
+
+}  // namespace
+
+PreparedQuantMatmulDequant prepare_quant_matmul_dequant(const QuantMatmulDequantArgs& args,
+                                                        const PackedB* packed_b) {
+  const char* op = "QuantMatmulDequant";
+  const PackedB::Impl* packed =
+      packed_b ? &packed_for_call(*packed_b, op, args.weight,
+                                  args.weight ? quant_matmul_dequant_packing_key(args) : "")
+               : nullptr;
+  auto p = make_quant_matmul_dequant(args, validate_quant_matmul_dequant(args), packed);
+  if (packed_b) p->packed = *packed_b;
+  return PreparedQuantMatmulDequant(std::move(p));
+}
+
+std::optional<Tensor> quant_matmul_dequant_through_memo(const QuantMatmulDequantArgs& args,
+                                                        const PackedB& packed_b,
+                                                        DispatchInfo* info) {
+  using P = PreparedQuantMatmulDequant::Impl;
+  const char* op = "QuantMatmulDequant";
+  auto matches = [&](const P& e) {
+    return is_matrix(args.x, DType::kFloat16, e.m, e.k) && !args.x_offset &&
+           args.transpose_weight == e.args.transpose_weight &&
+           args.x_quant_mode == e.args.x_quant_mode &&
+           same_optional(args.weight_scale, e.args.weight_scale) &&
+           same_optional(args.bias, e.args.bias) && same_optional(args.x_scale, e.args.x_scale) &&
+           same_optional(args.smooth_scale, e.args.smooth_scale);
+  };
+  auto prepare = [&](const PackedB::Impl& packed) {
+    packed_for_call(packed_b, op, args.weight, quant_matmul_dequant_packing_key(args));
+    return make_quant_matmul_dequant(args, validate_quant_matmul_dequant(args), &packed);
+  };
+  auto run = [&](const P& p) {
+    Tensor y = Tensor::uninitialized(DType::kFloat16, {p.m, p.n});  // written in full
+    run_quant_matmul_dequant(p, args.x->bytes.data(), args.weight->bytes.data(), y.bytes.data());
+    return y;
+  };
+  return through_memo<P>(packed_b, op, args.weight, matches, prepare, run, info);
+}
+
+const DispatchInfo& PreparedQuantMatmulDequant::info() const {
+  static const DispatchInfo empty{
+      "", "an empty PreparedQuantMatmulDequant (make it with prepare_quant_matmul_dequant)"};
+  return impl_ ? impl_->info : empty;
+}
+
+void PreparedQuantMatmulDequant::run(const void* x, const void* weight, void* y) const {
+  const char* op = "QuantMatmulDequant";
+  if (!impl_)
+    invalid(op, "an empty PreparedQuantMatmulDequant; make it with prepare_quant_matmul_dequant");
+  const Impl& p = *impl_;
+  require_pointer(op, "x", x);
+  require_pointer(op, "weight", weight);
+  require_pointer(op, "y", y);
+  if (p.packed_impl && weight != p.packed_impl->source)
+    invalid(op, "prepared run: weight is not the tensor packed_b was prepacked from");
+  run_quant_matmul_dequant(p, x, weight, y);
 }
 
 }  // namespace mmtune::runtime

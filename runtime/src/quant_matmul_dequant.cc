@@ -22,16 +22,6 @@ namespace {
 
 constexpr const char* kOp = "QuantMatmulDequant";
 
-// What fixes a PackedB besides the weight's dtype and shape (PackedB::Impl::what).
-std::string packing_key(const QuantMatmulDequantArgs& args) {
-  auto type = [](const Tensor* t) { return t ? dtype_name(t->dtype) : "none"; };
-  return std::string("transpose_weight=") + (args.transpose_weight ? "1" : "0") +
-         " weight_scale=" + type(args.weight_scale) + " x_scale=" + type(args.x_scale) +
-         " x_quant_mode=" +
-         (args.x_quant_mode == XQuantMode::kPerToken ? "pertoken" : "pertensor") +
-         " smooth_scale=" + (args.smooth_scale ? "yes" : "no");
-}
-
 // plan = validate_quant_matmul_dequant(args) (the reference's checks and messages).
 Tensor run_quant_matmul_dequant(const QuantMatmulDequantArgs& args,
                                 const QuantMatmulDequantPlan& plan, const PackedB::Impl* packed,
@@ -42,15 +32,10 @@ Tensor run_quant_matmul_dequant(const QuantMatmulDequantArgs& args,
     out = {"reference", *why};
     return run_quant_matmul_dequant_host(args, plan, {});  // calls no kernel
   }
+  const Chosen chosen = choose_quant_matmul_dequant(args, plan, packed, info);
+  if (!chosen.kernel) return mmtune::quant_matmul_dequant(args);
   const Tensor zero_bias(DType::kInt32, {plan.n});
   QuantMatmulDequantArgs canon = kn_weight_with_bias(args, zero_bias);
-  const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, DType::kFloat16},
-                                            {{plan.k, plan.n}, DType::kInt8},
-                                            {{plan.m, plan.n}, DType::kFloat16}};
-  const Chosen chosen =
-      choose_for_call([&] { return quant_matmul_dequant_identity(canon); }, packed, plan.m, plan.n,
-                      plan.k, buffers, DType::kInt8, "weight", info);
-  if (!chosen.kernel) return mmtune::quant_matmul_dequant(args);
 
   PackedOperand operand;
   host::ScratchTensor weight_t;  // on this thread's scratch
@@ -75,14 +60,37 @@ Tensor run_quant_matmul_dequant(const QuantMatmulDequantArgs& args,
 
 }  // namespace
 
+std::string quant_matmul_dequant_packing_key(const QuantMatmulDequantArgs& args) {
+  auto type = [](const Tensor* t) { return t ? dtype_name(t->dtype) : "none"; };
+  return std::string("transpose_weight=") + (args.transpose_weight ? "1" : "0") +
+         " weight_scale=" + type(args.weight_scale) + " x_scale=" + type(args.x_scale) +
+         " x_quant_mode=" +
+         (args.x_quant_mode == XQuantMode::kPerToken ? "pertoken" : "pertensor") +
+         " smooth_scale=" + (args.smooth_scale ? "yes" : "no");
+}
+
+Chosen choose_quant_matmul_dequant(const QuantMatmulDequantArgs& args,
+                                   const QuantMatmulDequantPlan& plan, const PackedB::Impl* packed,
+                                   DispatchInfo* info) {
+  // The identity's bias and weight layout are the canonical call's (a bias present, (K, N)).
+  const Tensor zero_bias(DType::kInt32, {1});
+  const QuantMatmulDequantArgs canon = kn_weight_with_bias(args, zero_bias);
+  const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, DType::kFloat16},
+                                            {{plan.k, plan.n}, DType::kInt8},
+                                            {{plan.m, plan.n}, DType::kFloat16}};
+  return choose_for_call([&] { return quant_matmul_dequant_identity(canon); }, packed, plan.m,
+                         plan.n, plan.k, buffers, DType::kInt8, "weight", info);
+}
+
 Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* info) {
   return run_quant_matmul_dequant(args, validate_quant_matmul_dequant(args), nullptr, info);
 }
 
 Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, const PackedB& packed_b,
                             DispatchInfo* info) {
-  const PackedB::Impl& p =
-      packed_for_call(packed_b, kOp, args.weight, args.weight ? packing_key(args) : "");
+  if (auto y = quant_matmul_dequant_through_memo(args, packed_b, info)) return std::move(*y);
+  const PackedB::Impl& p = packed_for_call(
+      packed_b, kOp, args.weight, args.weight ? quant_matmul_dequant_packing_key(args) : "");
   return run_quant_matmul_dequant(args, validate_quant_matmul_dequant(args), &p, info);
 }
 
@@ -104,7 +112,7 @@ PackedB prepack_b(const QuantMatmulDequantArgs& args, const PrepackOptions& opti
       kOp, quant_matmul_dequant_identity(kn_weight_with_bias(args, zero_bias)), w_kn,
       /*dot8=*/true, /*with_column_sums=*/true, options);
   impl->trans_b = args.transpose_weight;
-  impl->set_source(w, packing_key(args));
+  impl->set_source(w, quant_matmul_dequant_packing_key(args));
   return PackedB(std::move(impl));
 }
 

@@ -827,8 +827,8 @@ TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
   EXPECT_NE(text.out.find("openblas"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("1.00x"), std::string::npos) << text.out;  // the runtime against itself
 
-  // QuantMatmulDequant's weight prepacked (checked bit for bit before it is timed); no prepared
-  // form.
+  // QuantMatmulDequant's weight prepacked, and its prepared call (each checked bit for bit before
+  // it is timed).
   const CliResult q_prepacked =
       run("bench --op QuantMatmulDequant:weight=nk --shape 4,16,16 --impl prepacked --max-time "
           "0.05 --json");
@@ -838,11 +838,13 @@ TEST_F(Autotune, BenchTimesTheRuntimeCallAgainstTheLibraries) {
   EXPECT_EQ(q_rows[0].at("impl"), "prepacked");
   EXPECT_EQ(q_rows[0].at("wrong"), 0);
   const CliResult q_prepared =
-      run("bench --op QuantMatmulDequant --shape 4,16,16 --impl prepared --max-time 0.05");
-  EXPECT_EQ(q_prepared.exit_code, 1);
-  EXPECT_NE(q_prepared.err.find("--impl prepared: Gemm, QGemm and QLinearMatMul"),
-            std::string::npos)
-      << q_prepared.err;
+      run("bench --op QuantMatmulDequant --shape 4,16,16 --impl prepared --max-time 0.05 --json");
+  ASSERT_EQ(q_prepared.exit_code, 0) << q_prepared.err;
+  const nlohmann::json qp_rows = nlohmann::json::parse(q_prepared.out);
+  ASSERT_EQ(qp_rows.size(), 1u) << q_prepared.out;
+  EXPECT_EQ(qp_rows[0].at("impl"), "prepared");
+  EXPECT_EQ(qp_rows[0].at("wrong"), 0);
+  EXPECT_GT(qp_rows[0].at("rate").get<double>(), 0.0);
   const CliResult not_blas = run("bench --op QGemm:uint8,int8 --shape 4,4,4 --impl openblas");
   EXPECT_EQ(not_blas.exit_code, 1);
   EXPECT_NE(not_blas.err.find("openblas does not compute QGemm:uint8,int8"), std::string::npos)

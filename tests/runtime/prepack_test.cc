@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -722,6 +724,97 @@ TEST(PackedB, WithoutATwinTheCallIsThePlainOne) {
 // PackedB (at most four). Every argument a later call changes must still be followed: a's rows
 // and values, every scale and zero point, alpha, beta and C, the level; a bad value is refused
 // after the same signature ran; remembered calls and first calls say the same in DispatchInfo.
+// A call made twice with one PackedB (a new signature, then one its memo holds): both bit for bit
+// `expected`, on the same kernel for the same reason; the first call's DispatchInfo.
+DispatchInfo expect_twice_exact(const Tensor& expected,
+                                const std::function<Tensor(DispatchInfo*)>& call,
+                                const std::string& what, int& calls) {
+  DispatchInfo first, again;
+  const Tensor y1 = call(&first);
+  const Tensor y2 = call(&again);
+  const std::string context = what + ": " + first.kernel + " " + first.reason;
+  EXPECT_TRUE(testing::bit_equal(expected, y1, context));
+  EXPECT_TRUE(testing::bit_equal(expected, y2, context + " (again)"));
+  EXPECT_EQ(first.kernel, again.kernel) << context;
+  EXPECT_EQ(first.reason, again.reason) << context;
+  calls += 2;
+  return first;
+}
+
+// QuantMatmulDequant's PackedB remembers its calls too: a repeated call runs the kernel call
+// prepared the first time (its bias folded then); every argument that changes is a new call.
+TEST(PackedB, RepeatedQuantMatmulDequantCallsFollowEveryArgument) {
+  std::mt19937_64 rng(testing::variant_seed() + 9);
+  int calls = 0;
+  const tune::QmdCase shape{"memo", 16, 90, 70, tune::QmdData::kRandom};
+  tune::QmdInputs in = tune::make_quant_matmul_dequant_inputs(
+      {tune::QmdMode::kDynamic, /*smooth=*/true, /*bias=*/true, /*transpose=*/true}, shape, rng);
+  const runtime::PackedB pb = runtime::prepack_b(in.args());
+  bool with_bias = true;
+  auto check = [&](const std::string& what) {
+    QuantMatmulDequantArgs args = in.args();
+    if (!with_bias) args.bias = nullptr;
+    return expect_twice_exact(
+        quant_matmul_dequant(args),
+        [&](DispatchInfo* info) { return runtime::quant_matmul_dequant(args, pb, info); }, what,
+        calls);
+  };
+  const DispatchInfo at16 = check("M=16");
+  // Six row counts, more than the PackedB remembers, then the first ones again.
+  for (const int64_t m : {1, 5, 33, 100, 2, 16, 1}) {
+    in.x = tune::make_quant_matmul_dequant_inputs(in.c, {"memo", m, 90, 70}, rng).x;
+    check("M=" + std::to_string(m));
+  }
+  // The same signature with other values: x in place, then every parameter.
+  in.x = tune::make_quant_matmul_dequant_inputs(in.c, shape, rng).x;
+  check("x's values");
+  const Tensor y_before = runtime::quant_matmul_dequant(in.args(), pb);
+  in.bias.data<int32_t>()[7] += 1 << 20;
+  check("bias[7]");
+  EXPECT_FALSE(testing::bit_equal(y_before, runtime::quant_matmul_dequant(in.args(), pb),
+                                  "a bias 2^20 larger changes the output"));
+  in.weight_scale.data<float>()[89] *= 2.0f;
+  check("weight_scale[89]");
+  in.smooth.data<uint16_t>()[3] ^= 0x0400;  // an exponent bit: another smoothing factor
+  check("smooth_scale[3]");
+  with_bias = false;
+  check("no bias");
+  EXPECT_NE(testing::invalid_argument_message([&] {
+              QuantMatmulDequantArgs args = in.args();
+              args.smooth_scale = nullptr;
+              runtime::quant_matmul_dequant(args, pb);
+            }).find("smooth"),
+            std::string::npos)
+      << "a PackedB packed with smoothing refuses a call without";
+  with_bias = true;
+  // A bad value after its signature ran: refused, naming it.
+  const float ws = in.weight_scale.data<float>()[0];
+  in.weight_scale.data<float>()[0] = std::nanf("");
+  EXPECT_NE(testing::invalid_argument_message([&] {
+              runtime::quant_matmul_dequant(in.args(), pb);
+            }).find("weight_scale"),
+            std::string::npos);
+  in.weight_scale.data<float>()[0] = ws;
+  // Another weight of the same shape and values: refused as before.
+  Tensor other_w = in.weight;
+  QuantMatmulDequantArgs other = in.args();
+  other.weight = &other_w;
+  EXPECT_NE(testing::invalid_argument_message([&] {
+              runtime::quant_matmul_dequant(other, pb);
+            }).find("is not the tensor packed_b was"),
+            std::string::npos);
+  // The level: none allowed, then the default again.
+  const DispatchInfo kernel_info = check("M=16, default level");
+  {
+    const testing::LevelCap none("none");
+    EXPECT_EQ(check("level none").kernel, "reference");
+  }
+  EXPECT_EQ(check("default level again").kernel, kernel_info.kernel);
+  EXPECT_EQ(kernel_info.kernel, at16.kernel);
+  std::cout << "[prepack] QuantMatmulDequant memo: " << calls << " calls bit-exact (" << at16.kernel
+            << ")\n";
+}
+
 TEST(PackedB, RepeatedCallsFollowEveryArgument) {
   std::mt19937_64 rng(testing::variant_seed() + 5);
   int calls = 0;
@@ -737,17 +830,9 @@ TEST(PackedB, RepeatedCallsFollowEveryArgument) {
   const runtime::PackedB pb = runtime::prepack_b(in.args(RequantMode::kFloat32));
   auto check = [&](const std::string& what) {
     const QLinearMatMulArgs args = in.args(RequantMode::kFloat32);
-    const Tensor expected = qlinear_matmul(args);
-    DispatchInfo first, again;
-    const Tensor y1 = runtime::qlinear_matmul(args, pb, &first);
-    const Tensor y2 = runtime::qlinear_matmul(args, pb, &again);
-    const std::string context = what + ": " + first.kernel + " " + first.reason;
-    EXPECT_TRUE(testing::bit_equal(expected, y1, context));
-    EXPECT_TRUE(testing::bit_equal(expected, y2, context + " (again)"));
-    EXPECT_EQ(first.kernel, again.kernel) << context;
-    EXPECT_EQ(first.reason, again.reason) << context;
-    calls += 2;
-    return first;
+    return expect_twice_exact(
+        qlinear_matmul(args),
+        [&](DispatchInfo* info) { return runtime::qlinear_matmul(args, pb, info); }, what, calls);
   };
   const DispatchInfo at16 = check("M=16");
   // Six row counts, more than the PackedB remembers, then the first ones again.
@@ -804,12 +889,9 @@ TEST(PackedB, RepeatedCallsFollowEveryArgument) {
   GemmCall g = gemm_call(16, 90, 70, false, FloatContract::kStrict, rng);
   const runtime::PackedB gpb = runtime::prepack_b(g.args);
   auto check_gemm = [&](const std::string& what) {
-    const Tensor expected = gemm(g.args);
-    DispatchInfo first, again;
-    EXPECT_TRUE(testing::bit_equal(expected, runtime::gemm(g.args, gpb, &first), what));
-    EXPECT_TRUE(testing::bit_equal(expected, runtime::gemm(g.args, gpb, &again), what));
-    EXPECT_EQ(first.reason, again.reason) << what;
-    calls += 2;
+    expect_twice_exact(
+        gemm(g.args), [&](DispatchInfo* info) { return runtime::gemm(g.args, gpb, info); }, what,
+        calls);
   };
   check_gemm("Gemm");
   g.args.alpha = -0.0f;
@@ -840,12 +922,8 @@ TEST(PackedB, RepeatedCallsFollowEveryArgument) {
   q.c = &c;
   const runtime::PackedB qpb = runtime::prepack_b(q);
   auto check_qgemm = [&](const std::string& what) {
-    const Tensor expected = qgemm(q);
-    DispatchInfo first, again;
-    EXPECT_TRUE(testing::bit_equal(expected, runtime::qgemm(q, qpb, &first), what));
-    EXPECT_TRUE(testing::bit_equal(expected, runtime::qgemm(q, qpb, &again), what));
-    EXPECT_EQ(first.reason, again.reason) << what;
-    calls += 2;
+    expect_twice_exact(
+        qgemm(q), [&](DispatchInfo* info) { return runtime::qgemm(q, qpb, info); }, what, calls);
   };
   check_qgemm("QGemm");
   q.alpha = 0.25f;

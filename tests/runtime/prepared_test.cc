@@ -1,8 +1,9 @@
-// Prepared calls (mmtune::runtime::prepare_gemm / prepare_qlinear_matmul / prepare_qgemm): bit for
-// bit the
-// reference over shapes of every bucket, transposes, C broadcasts, per-tensor / per-row /
-// per-column parameters, with and without a PackedB, several runs of one preparation on other
-// data, concurrent runs, the reference fallback (K = 0, empty Y), and the refusals.
+// Prepared calls (mmtune::runtime::prepare_gemm / prepare_qlinear_matmul / prepare_qgemm /
+// prepare_quant_matmul_dequant): bit for bit the reference over shapes of every bucket,
+// transposes, C broadcasts, per-tensor / per-row / per-column parameters, both weight layouts,
+// smoothing, bias or none, with and without a PackedB, several runs of one preparation on other
+// data, concurrent runs, the reference fallback (K = 0, empty Y, modes without kernels), and the
+// refusals.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
@@ -19,6 +20,7 @@
 #include "reference/gemm.h"
 #include "reference/qgemm.h"
 #include "reference/qlinear_matmul.h"
+#include "reference/quant_matmul_dequant.h"
 #include "tests/runtime/runtime_support.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
@@ -462,6 +464,140 @@ TEST(PreparedQGemm, NoKernelAndBadRunsAreRefusedOrExact) {
   Tensor bad(DType::kInt8, {9, 5});
   q->args.b = &bad;
   EXPECT_NE(refused([&] { runtime::prepare_qgemm(q->args); }).find("QGemm"), std::string::npos);
+}
+
+// QuantMatmulDequant (dynamic per-token scales, the identities with kernels): every bucket's
+// shape class with the data cases that zero rows, saturate, tie and wrap; smoothing or none, both
+// weight layouts, a bias or none, with and without a PackedB (its bias fold done once at
+// preparation); each preparation run on two x's. The kernel is the plain call's.
+TEST(PreparedQuantMatmulDequant, BitExactWithAndWithoutPackedB) {
+  std::mt19937_64 rng(testing::variant_seed() + 18);
+  int runs = 0, kernel_runs = 0, prepacked_runs = 0;
+  const std::vector<tune::QmdCase> cases = {{"decode", 1, 1000, 700, tune::QmdData::kRandom},
+                                            {"batch", 16, 600, 530, tune::QmdData::kZeroRows},
+                                            {"prefill", 100, 129, 65, tune::QmdData::kSaturate},
+                                            {"ties", 7, 50, 40, tune::QmdData::kTies},
+                                            {"wrap", 3, 33, 300, tune::QmdData::kWrap}};
+  for (const tune::QmdCase& c : cases) {
+    for (const bool smooth : {false, true}) {
+      for (const bool transpose : {true, false}) {
+        tune::QmdInputs in = tune::make_quant_matmul_dequant_inputs(
+            {tune::QmdMode::kDynamic, smooth, /*bias=*/true, transpose}, c, rng);
+        for (const bool bias : {true, false}) {
+          for (const bool prepacked : {false, true}) {
+            QuantMatmulDequantArgs args = in.args();
+            args.bias = bias ? &in.bias : nullptr;
+            const runtime::PackedB pb = prepacked ? runtime::prepack_b(args) : runtime::PackedB();
+            const runtime::PreparedQuantMatmulDequant prepared =
+                runtime::prepare_quant_matmul_dequant(args, prepacked ? &pb : nullptr);
+            DispatchInfo plain;
+            if (prepacked) {
+              runtime::quant_matmul_dequant(args, pb, &plain);
+            } else {
+              runtime::quant_matmul_dequant(args, &plain);
+            }
+            const std::string context =
+                c.category + " " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                std::to_string(c.k) + " smooth=" + std::to_string(smooth) +
+                " transpose_weight=" + std::to_string(transpose) + " bias=" + std::to_string(bias) +
+                " prepacked=" + std::to_string(prepacked) + ": " + prepared.info().kernel + " " +
+                prepared.info().reason;
+            EXPECT_EQ(prepared.info().kernel, plain.kernel) << context;
+            kernel_runs += prepared.info().kernel != "reference";
+            prepacked_runs += prepared.info().kernel.find("_prepacked__") != std::string::npos;
+            for (int r = 0; r < 2; ++r) {
+              if (r == 1) {  // another x on the same preparation
+                in.x = tune::make_quant_matmul_dequant_inputs(in.c, c, rng).x;
+                args.x = &in.x;
+              }
+              Tensor y(DType::kFloat16, {c.m, c.n});
+              prepared.run(in.x.bytes.data(), in.weight.bytes.data(), y.bytes.data());
+              ASSERT_TRUE(testing::bit_equal(quant_matmul_dequant(args), y, context));
+              ++runs;
+            }
+          }
+        }
+      }
+    }
+  }
+  // Every case has a kernel wherever this build links one for the identities.
+  bool linked = false;
+  for (const auto& k : runtime::linked_kernel_infos()) linked |= k.op == "QuantMatmulDequant";
+  EXPECT_EQ(kernel_runs > 0, linked);
+  std::cout << "[prepared] QuantMatmulDequant: " << runs << " runs bit-exact, " << kernel_runs
+            << " preparations on a kernel (" << prepacked_runs << " prepacked; level "
+            << runtime::kernel_target() << ")\n";
+}
+
+TEST(PreparedQuantMatmulDequant, NoKernelAndBadRunsAreRefusedOrExact) {
+  std::mt19937_64 rng(testing::variant_seed() + 19);
+  auto refused = [](const std::function<void()>& f) {
+    return testing::invalid_argument_message(f);
+  };
+  // Modes without kernels (static scales, the fused int64 weight scale) and K = 0: the reference
+  // on the run's data, exactly.
+  for (const tune::QmdMode mode :
+       {tune::QmdMode::kStaticPerToken, tune::QmdMode::kPerTensor, tune::QmdMode::kFused}) {
+    tune::QmdInputs in = tune::make_quant_matmul_dequant_inputs({mode, true, true, true},
+                                                                {"static", 4, 30, 20}, rng);
+    const runtime::PreparedQuantMatmulDequant p = runtime::prepare_quant_matmul_dequant(in.args());
+    Tensor y(DType::kFloat16, {4, 30});
+    p.run(in.x.bytes.data(), in.weight.bytes.data(), y.bytes.data());
+    EXPECT_TRUE(testing::bit_equal(quant_matmul_dequant(in.args()), y, tune::qmd_mode_name(mode)));
+  }
+  tune::QmdInputs empty = tune::make_quant_matmul_dequant_inputs(
+      {tune::QmdMode::kDynamic, false, true, false}, {"k0", 3, 5, 0}, rng);
+  const runtime::PreparedQuantMatmulDequant k0 =
+      runtime::prepare_quant_matmul_dequant(empty.args());
+  EXPECT_EQ(k0.info().kernel, "reference");
+  Tensor y0(DType::kFloat16, {3, 5});
+  const uint8_t dummy = 0;  // an empty operand's pointer is still required, never read
+  k0.run(&dummy, &dummy, y0.bytes.data());
+  EXPECT_TRUE(testing::bit_equal(quant_matmul_dequant(empty.args()), y0, "K = 0"));
+
+  tune::QmdInputs in = tune::make_quant_matmul_dequant_inputs(
+      {tune::QmdMode::kDynamic, false, true, true}, {"bad", 4, 40, 24}, rng);
+  const runtime::PreparedQuantMatmulDequant prepared =
+      runtime::prepare_quant_matmul_dequant(in.args());
+  Tensor y(DType::kFloat16, {4, 40});
+  EXPECT_NE(refused([&] {
+              prepared.run(nullptr, in.weight.bytes.data(), y.bytes.data());
+            }).find("x is null"),
+            std::string::npos);
+  EXPECT_NE(refused([&] {
+              prepared.run(in.x.bytes.data(), nullptr, y.bytes.data());
+            }).find("weight is null"),
+            std::string::npos);
+  EXPECT_NE(refused([&] {
+              prepared.run(in.x.bytes.data(), in.weight.bytes.data(), nullptr);
+            }).find("y is null"),
+            std::string::npos);
+  EXPECT_NE(refused([&] {
+              runtime::PreparedQuantMatmulDequant().run(nullptr, nullptr, nullptr);
+            }).find("empty PreparedQuantMatmulDequant"),
+            std::string::npos);
+  const runtime::PackedB pb = runtime::prepack_b(in.args());
+  const runtime::PreparedQuantMatmulDequant packed =
+      runtime::prepare_quant_matmul_dequant(in.args(), &pb);
+  const Tensor other = in.weight;
+  EXPECT_NE(refused([&] {
+              packed.run(in.x.bytes.data(), other.bytes.data(), y.bytes.data());
+            }).find("not the tensor packed_b was prepacked from"),
+            std::string::npos);
+  // A PackedB of another layout or operator is refused at preparation.
+  QuantMatmulDequantArgs kn = in.args();
+  kn.transpose_weight = false;
+  const Tensor weight_kn(DType::kInt8, {24, 40});
+  kn.weight = &weight_kn;
+  EXPECT_NE(refused([&] { runtime::prepare_quant_matmul_dequant(kn, &pb); }).find("weight"),
+            std::string::npos);
+  // Validation at preparation, with the reference's sentences; nothing runs.
+  QuantMatmulDequantArgs bad = in.args();
+  const Tensor wrong(DType::kInt8, {41, 24});
+  bad.weight = &wrong;
+  const std::string message = refused([&] { runtime::prepare_quant_matmul_dequant(bad); });
+  EXPECT_NE(message.find("QuantMatmulDequant"), std::string::npos) << message;
+  EXPECT_NE(message.find("weight"), std::string::npos) << message;
 }
 
 }  // namespace

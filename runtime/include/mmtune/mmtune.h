@@ -84,10 +84,10 @@ Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* in
 // packs as the plain call does and DispatchInfo::reason says so. PackedB is immutable and may be
 // shared across threads. A PackedB also remembers the last four distinct calls made with it (2-D
 // operands; their shapes, types, attributes, quantization parameters' values, the level and the
-// pool's thread count), each prepared as prepare_gemm / prepare_qlinear_matmul / prepare_qgemm
-// would: a call repeating one of them only allocates its output and runs the kernel (no
-// validation, dispatch or widening again; any changed value or shape is a new call, checked in
-// full).
+// pool's thread count), each prepared as prepare_gemm / prepare_qlinear_matmul / prepare_qgemm /
+// prepare_quant_matmul_dequant would: a call repeating one of them only allocates its output and
+// runs the kernel (no validation, dispatch or widening again; any changed value or shape is a new
+// call, checked in full).
 class PackedB {
  public:
   PackedB() = default;  // holds nothing: every call refuses it
@@ -123,7 +123,8 @@ PackedB prepack_b(const QGemmArgs& args, const PrepackOptions& options = {});
 // besides it: weight_scale's dtype, whether x_scale is given and its dtype, x_quant_mode and
 // whether smooth_scale is given (not their values; bias is the call's). The panels and the
 // weight's column sums are kept; a call folds the sums into its bias (N values) and copies no
-// weight. No prepared form and no memo of calls: each call is validated and dispatched.
+// weight; a call repeating one the PackedB remembers (x's shape, the parameters' values) folds
+// nothing again.
 PackedB prepack_b(const QuantMatmulDequantArgs& args, const PrepackOptions& options = {});
 Tensor gemm(const GemmArgs& args, const PackedB& packed_b, DispatchInfo* info = nullptr);
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, const PackedB& packed_b,
@@ -200,6 +201,28 @@ class PreparedQGemm {
   std::shared_ptr<const Impl> impl_;
 };
 PreparedQGemm prepare_qgemm(const QGemmArgs& args, const PackedB* packed_b = nullptr);
+
+// QuantMatmulDequant; weight_scale, bias, x_scale and smooth_scale (and x_quant_mode,
+// transpose_weight) are those of `args` at preparation: their values are kept, and with a PackedB
+// the bias the prepacked kernel reads (bias - 128 * the weight's column sums) is folded once.
+class PreparedQuantMatmulDequant {
+ public:
+  PreparedQuantMatmulDequant() = default;
+  // x (M, K) float16; weight (N, K) under transpose_weight, else (K, N), int8: the tensor packed
+  // when prepared with a PackedB (not read then; without one an (N, K) weight is copied transposed
+  // on each run, into memory the calling thread keeps); y (M, N) float16. InvalidArgument for a
+  // null pointer, or another weight than the packed one.
+  void run(const void* x, const void* weight, void* y) const;
+  const DispatchInfo& info() const;
+
+  struct Impl;
+  explicit PreparedQuantMatmulDequant(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+PreparedQuantMatmulDequant prepare_quant_matmul_dequant(const QuantMatmulDequantArgs& args,
+                                                        const PackedB* packed_b = nullptr);
 
 // Named-tensor entry point, the runtime's twin of run_reference (same names, attributes, checks).
 Tensor run(std::string_view op, const NamedTensors& inputs, const Attributes& attrs,
