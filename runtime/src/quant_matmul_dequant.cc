@@ -8,8 +8,9 @@
 // caches (1x4096x4096 took 66 ms a call on Zen 4, 1x1024x2048 four to eight times 1x1024x2112);
 // from the (K, N) copy they are one load (docs/performance.md). With a PackedB, the prepacked twin
 // of the kernel reads the weight's panels, packed once from either layout, and the bias with the
-// weight's column sums folded in (bias - 128 * colsum, N values a call): no copy of the weight,
-// no column sums per call.
+// weight's column sums folded in (bias - 128 * colsum, N values): no copy of the weight, no
+// column sums per call, and a call that repeats a signature the PackedB remembers (prepared.cc)
+// folds nothing again.
 #include "mmtune/mmtune.h"
 #include "reference/validate.h"
 #include "runtime/host/kernel_memory.h"
