@@ -584,13 +584,14 @@ TEST(PreparedQuantMatmulDequant, NoKernelAndBadRunsAreRefusedOrExact) {
               packed.run(in.x.bytes.data(), other.bytes.data(), y.bytes.data());
             }).find("not the tensor packed_b was prepacked from"),
             std::string::npos);
-  // A PackedB of another layout or operator is refused at preparation.
+  // A PackedB of the other weight layout is refused at preparation, naming both.
   QuantMatmulDequantArgs kn = in.args();
   kn.transpose_weight = false;
   const Tensor weight_kn(DType::kInt8, {24, 40});
   kn.weight = &weight_kn;
-  EXPECT_NE(refused([&] { runtime::prepare_quant_matmul_dequant(kn, &pb); }).find("weight"),
-            std::string::npos);
+  const std::string layout = refused([&] { runtime::prepare_quant_matmul_dequant(kn, &pb); });
+  EXPECT_NE(layout.find("transpose_weight=1"), std::string::npos) << layout;
+  EXPECT_NE(layout.find("transpose_weight=0"), std::string::npos) << layout;
   // Validation at preparation, with the reference's sentences; nothing runs.
   QuantMatmulDequantArgs bad = in.args();
   const Tensor wrong(DType::kInt8, {41, 24});
