@@ -10,11 +10,66 @@
 #include "reference/validate.h"
 #include "runtime/host/buffer_view.h"
 #include "runtime/host/kernel_memory.h"
+#include "runtime/host/thread_pool.h"
 #include "runtime/src/calls.h"
+#include "runtime/src/dispatch.h"
 #include "runtime/src/kernel_call.h"
 
 namespace mmtune::runtime {
 namespace {
+
+// The plain calls' last choices on this thread. Without a PackedB the kernel depends on the type,
+// the effective contract, M, N and K (the canonical identity and the buffers' sizes), the pool's
+// thread count and the allowed level, nothing else: a call that repeats them takes the kernel
+// chosen before, without building its identity or searching the levels (about 2 us of a 3 us call
+// at 64^3). With a DispatchInfo the choice is made again (its reason is built on the way).
+class GemmChoiceMemo {
+ public:
+  struct Key {
+    DType t;
+    FloatContract contract;
+    int64_t m, n, k;
+    int threads;
+    std::size_t level;
+    bool operator==(const Key& o) const {
+      return t == o.t && contract == o.contract && m == o.m && n == o.n && k == o.k &&
+             threads == o.threads && level == o.level;
+    }
+  };
+  const Chosen* find(const Key& key) const {
+    for (const Entry& e : entries_)
+      if (e.used && e.key == key) return &e.chosen;
+    return nullptr;
+  }
+  void remember(const Key& key, const Chosen& chosen) {
+    entries_[next_] = {true, key, chosen};
+    next_ = (next_ + 1) % kEntries;
+  }
+
+ private:
+  static constexpr std::size_t kEntries = 8;
+  struct Entry {
+    bool used = false;
+    Key key{};
+    Chosen chosen;
+  };
+  Entry entries_[kEntries];
+  std::size_t next_ = 0;
+};
+
+Chosen choose_plain_gemm(const GemmArgs& args, const GemmPlan& plan, DispatchInfo* info) {
+  const std::size_t level = allowed_level_or_invalid();
+  if (info || level == kInvalidLevel) return choose_gemm(args, plan, nullptr, info);
+  thread_local GemmChoiceMemo memo;
+  const GemmChoiceMemo::Key key{args.a->dtype, effective_contract(args.a->dtype, args.contract),
+                                plan.m,        plan.n,
+                                plan.k,        host::pool_threads(),
+                                level};
+  if (const Chosen* c = memo.find(key)) return *c;
+  const Chosen chosen = choose_gemm(args, plan, nullptr, nullptr);
+  memo.remember(key, chosen);
+  return chosen;
+}
 
 Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo* info) {
   const GemmPlan plan = validate_gemm(args);  // the reference's checks and messages
@@ -32,7 +87,8 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
     out = {"reference", "K is 0 (an empty sum): the reference computes it"};
     return mmtune::gemm(args);
   }
-  const Chosen chosen = choose_gemm(args, plan, packed, info);
+  const Chosen chosen =
+      packed ? choose_gemm(args, plan, packed, info) : choose_plain_gemm(args, plan, info);
   if (!chosen.kernel) return mmtune::gemm(args);
 
   Tensor zero_c;

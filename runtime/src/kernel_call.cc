@@ -63,7 +63,15 @@ void install_handlers() {
 
 }  // namespace
 
+namespace {
+thread_local const KernelEntry* last_called = nullptr;
+}  // namespace
+
+const KernelEntry* last_kernel_called() { return last_called; }
+void forget_last_kernel_called() { last_called = nullptr; }
+
 KernelCall::KernelCall(const KernelEntry& kernel) : kernel_(kernel) {
+  last_called = &kernel;
   install_handlers();
   std::lock_guard<std::mutex> lock(routing().mu);
   routing().live.push_back(this);

@@ -37,6 +37,11 @@ class KernelCall {
   std::string message_;
 };
 
+// The kernel of this thread's latest KernelCall (nullptr before any, or after forget_last_kernel_
+// called()): which kernel a call made without a DispatchInfo ran, for the tests.
+const KernelEntry* last_kernel_called();
+void forget_last_kernel_called();
+
 // A buffer a kernel call would take: a dense tensor of `shape` and `dtype`.
 struct BufferShape {
   Shape shape;

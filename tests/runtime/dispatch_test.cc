@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -183,6 +184,69 @@ TEST(Select, TheChoiceIsTheSameWithAndWithoutItsReason) {
   // The shapes reach more than one bucket of some identity (else this compares nothing that
   // depends on the shape).
   EXPECT_GT(distinct_kernels, static_cast<int>(runtime::used_groups().size()));
+}
+
+// A plain Gemm call without a DispatchInfo remembers its choice per thread (gemm.cc): keyed by
+// type, contract, M, N, K, the pool's thread count and the allowed level. The kernel it runs is
+// the one a call with a DispatchInfo names (which chooses afresh), for shapes of several buckets
+// asked again after the thread count or the level changed; the outputs are the same bits.
+TEST(Select, PlainGemmCallsFollowTheThreadCountAndTheLevel) {
+  if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
+  std::mt19937_64 rng(testing::variant_seed());
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {1, 64, 64}, {16, 64, 64}, {64, 64, 64}, {100, 300, 200}, {260, 160, 96}, {9, 600, 520}};
+  std::vector<std::string> caps;
+  for (const runtime::KernelLevel& l : runtime::kernel_levels())
+    if (l.target == "none" || !cpu_cannot_run(l.target)) caps.push_back(l.target);
+  const int previous = set_num_threads(1);
+  int calls = 0, on_kernels = 0;
+  std::set<std::string> differing;  // shapes whose kernel changed with the threads or the level
+  for (const FloatContract contract : {FloatContract::kFma, FloatContract::kStrict}) {
+    for (const auto& [m, n, k] : shapes) {
+      const Tensor a = testing::random_tensor(DType::kFloat32, {m, k}, rng, -2, 2);
+      const Tensor b = testing::random_tensor(DType::kFloat32, {k, n}, rng, -2, 2);
+      const Tensor c = testing::random_tensor(DType::kFloat32, {n}, rng, -2, 2);
+      GemmArgs args;
+      args.a = &a;
+      args.b = &b;
+      args.c = &c;
+      args.beta = 0.5f;
+      args.contract = contract;
+      const std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                std::to_string(k) + " " + to_string(contract);
+      std::set<std::string> kernels;
+      for (const std::string& cap : caps) {
+        const testing::LevelCap capped(cap);
+        for (const int threads : {1, 2, 1}) {
+          set_num_threads(threads);
+          DispatchInfo info;
+          const Tensor explained = runtime::gemm(args, &info);
+          for (int repeat = 0; repeat < 2; ++repeat) {
+            runtime::forget_last_kernel_called();
+            const Tensor y = runtime::gemm(args);
+            const runtime::KernelEntry* ran = runtime::last_kernel_called();
+            const std::string where = shape + " at " + cap + ", " + std::to_string(threads) +
+                                      " thread(s), call " + std::to_string(repeat + 1);
+            EXPECT_EQ(ran ? std::string(ran->name) : "reference", info.kernel)
+                << where << ": " << info.reason;
+            EXPECT_TRUE(testing::bit_equal(explained, y, where));
+            ++calls;
+            on_kernels += ran != nullptr;
+          }
+          kernels.insert(info.kernel);
+        }
+      }
+      if (kernels.size() > 1) differing.insert(shape);
+    }
+  }
+  set_num_threads(previous);
+  EXPECT_GT(on_kernels, 0);
+  // The levels (and "none") give some shape other kernels: the remembered choice was asked to
+  // change, not only to repeat.
+  if (caps.size() > 1) EXPECT_FALSE(differing.empty());
+  std::cout << "[select] " << calls << " plain calls without a DispatchInfo (" << on_kernels
+            << " on kernels) ran the kernel an explained call names; " << differing.size() << " of "
+            << 2 * shapes.size() << " shapes changed kernel with the level or threads\n";
 }
 
 // A tensor the kernels' 32-bit buffers cannot address takes the reference path (checked on shapes:
