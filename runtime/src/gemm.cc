@@ -67,7 +67,10 @@ Chosen choose_plain_gemm(const GemmArgs& args, const GemmPlan& plan, DispatchInf
                                 level};
   if (const Chosen* c = memo.find(key)) return *c;
   const Chosen chosen = choose_gemm(args, plan, nullptr, nullptr);
-  memo.remember(key, chosen);
+  // Remembered only if the level and the thread count did not change while it was chosen (another
+  // thread's set_max_kernel_target or set_num_threads).
+  if (allowed_level_or_invalid() == level && host::pool_threads() == key.threads)
+    memo.remember(key, chosen);
   return chosen;
 }
 
