@@ -243,7 +243,9 @@ TEST(Select, PlainGemmCallsFollowTheThreadCountAndTheLevel) {
   EXPECT_GT(on_kernels, 0);
   // The levels (and "none") give some shape other kernels: the remembered choice was asked to
   // change, not only to repeat.
-  if (caps.size() > 1) EXPECT_FALSE(differing.empty());
+  if (caps.size() > 1) {
+    EXPECT_FALSE(differing.empty());
+  }
   std::cout << "[select] " << calls << " plain calls without a DispatchInfo (" << on_kernels
             << " on kernels) ran the kernel an explained call names; " << differing.size() << " of "
             << 2 * shapes.size() << " shapes changed kernel with the level or threads\n";
