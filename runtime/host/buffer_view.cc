@@ -67,22 +67,29 @@ uint8_t* host_pointer(const Tensor& t, int64_t offset = 0) {
 Halide::Runtime::Buffer<void> view(const Tensor& t, const Shape& shape) {
   // Dense strides for a tensor read as its own shape (size-1 dims keep a real stride, which the
   // kernels' stride-1 constraint on the innermost dim needs); zero strides where it broadcasts.
-  std::vector<int64_t> strides = broadcast_strides(t.shape, shape);
-  if (t.shape == shape) {
-    int64_t s = 1;
-    for (std::size_t d = shape.size(); d-- > 0;) {
-      strides[d] = s;
-      s *= shape[d];
-    }
+  // No heap: a call's views are on its hot path (up to kInline dims on the stack, as in
+  // reference/broadcast.h's broadcast_strides, which it follows).
+  MMTUNE_CHECK(broadcasts_to(t.shape, shape), shape_str(t.shape) << " to " << shape_str(shape));
+  constexpr std::size_t kInline = 8;
+  halide_dimension_t inline_dims[kInline];
+  std::vector<halide_dimension_t> more;
+  halide_dimension_t* dims = inline_dims;
+  if (shape.size() > kInline) {
+    more.resize(shape.size());
+    dims = more.data();
   }
-  std::vector<halide_dimension_t> dims(shape.size());
-  for (std::size_t d = 0; d < shape.size(); ++d) {
+  const bool own = t.shape == shape;
+  const std::size_t off = shape.size() - t.shape.size();
+  int64_t stride = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    const bool broadcast = !own && (d < off || t.shape[d - off] == 1);
     const std::size_t hd = shape.size() - 1 - d;
-    dims[hd] =
-        halide_dimension_t(0, static_cast<int32_t>(shape[d]), static_cast<int32_t>(strides[d]));
+    dims[hd] = halide_dimension_t(0, static_cast<int32_t>(shape[d]),
+                                  static_cast<int32_t>(broadcast ? 0 : stride));
+    if (d >= off) stride *= t.shape[d - off];
   }
   return Halide::Runtime::Buffer<void>(halide_type(t.dtype), host_pointer(t),
-                                       static_cast<int>(dims.size()), dims.data());
+                                       static_cast<int>(shape.size()), dims);
 }
 
 }  // namespace mmtune
@@ -117,6 +124,21 @@ Halide::Runtime::Buffer<void> view_matrix(const Tensor& t, int64_t offset, int64
 }
 
 Tensor gemm_absent_c(DType t, int64_t n) { return Tensor(t, {n}); }
+
+Halide::Runtime::Buffer<void> view_absent_c(DType t, int64_t m, int64_t n, Tensor& storage) {
+  // Zero bytes never written (.bss: untouched pages read as the shared zero page), enough for a
+  // row of 131072 float64 values; a longer row gets its own zeros in `storage`.
+  alignas(64) static uint8_t zeros[1 << 20];
+  const int64_t bytes = n * static_cast<int64_t>(dtype_size(t));
+  uint8_t* row = zeros;
+  if (bytes > static_cast<int64_t>(sizeof(zeros))) {
+    storage = gemm_absent_c(t, n);
+    row = storage.bytes.data();
+  }
+  halide_dimension_t dims[2] = {halide_dimension_t(0, static_cast<int32_t>(n), 1),
+                                halide_dimension_t(0, static_cast<int32_t>(m), 0)};
+  return Halide::Runtime::Buffer<void>(halide_type(t), row, 2, dims);
+}
 
 Tensor tensor_at(const void* data, DType t, const Shape& shape) {
   Tensor x(t, shape);

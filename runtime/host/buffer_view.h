@@ -29,6 +29,10 @@ Tensor tensor_at(const void* data, DType t, const Shape& shape);
 // `n`, so that, broadcast over the rows, it takes the kernels' branch for dense rows of C.
 Tensor gemm_absent_c(DType t, int64_t n);
 
+// The same as an (m, n) view (rows of stride 0) without allocating: shared zero bytes where the row
+// fits them, else a gemm_absent_c row put in `storage` (which must outlive the view).
+Halide::Runtime::Buffer<void> view_absent_c(DType t, int64_t m, int64_t n, Tensor& storage);
+
 // Whether a Gemm kernel reads the call's C: C given and beta != 0. beta = 0 (or -0) ignores C in
 // the reference (its NaN and Inf do not propagate), so such a call passes gemm_absent_c instead and
 // the kernel does not stream M x N values it would multiply by zero.

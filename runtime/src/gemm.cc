@@ -94,14 +94,9 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
       packed ? choose_gemm(args, plan, packed, info) : choose_plain_gemm(args, plan, info);
   if (!chosen.kernel) return mmtune::gemm(args);
 
-  Tensor zero_c;
+  Tensor long_zero_c;  // a row of zeros where it does not fit the shared ones
   GemmArgs canon = args;
   canon.trans_a = canon.trans_b = false;
-  if (!gemm_reads_c(args.c, args.beta)) {
-    zero_c = gemm_absent_c(t, plan.n);
-    canon.c = &zero_c;
-    canon.beta = 0.0f;
-  }
   host::ScratchTensor a_t, b_t;  // transposed operands, on this thread's scratch
   if (args.trans_a) canon.a = &a_t.transpose_of(*args.a);
   if (args.trans_b && !chosen.panels) canon.b = &b_t.transpose_of(*args.b);
@@ -109,7 +104,10 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
   auto a = view(*canon.a, canon.a->shape);
   auto b = chosen.panels ? view(chosen.panels->panels, chosen.panels->panels.shape)
                          : view(*canon.b, canon.b->shape);
-  auto c = view(*canon.c, {plan.m, plan.n});  // zero strides where C broadcasts
+  const bool reads_c = gemm_reads_c(args.c, args.beta);
+  if (!reads_c) canon.beta = 0.0f;
+  auto c = reads_c ? view(*args.c, y.shape)  // zero strides where C broadcasts
+                   : view_absent_c(t, plan.m, plan.n, long_zero_c);
   auto y_view = view(y, y.shape);
   KernelCall call(*chosen.kernel);
   const auto fn = reinterpret_cast<GemmKernelFn>(chosen.kernel->fn);

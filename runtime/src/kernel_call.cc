@@ -2,6 +2,7 @@
 #include "runtime/src/kernel_call.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -23,13 +24,46 @@ namespace {
 
 // The live invocations. Halide has one error handler per process; it receives the user context the
 // kernel was called with, which is ours only if it is registered here (other Halide code in the
-// process may pass anything, or nothing).
+// process may pass anything, or nothing). A call registers in a free slot of a fixed table without
+// a lock (a call's hot path: two atomic operations); more concurrent calls than slots go to a
+// vector under the mutex, which also serializes the messages' appends (the error path).
 struct ErrorRouting {
+  static constexpr std::size_t kSlots = 64;
+  std::atomic<const KernelCall*> slots[kSlots] = {};
   std::mutex mu;
-  // A vector, not a set: a call registers and unregisters without allocating once it has grown to
-  // the number of concurrent calls (the prepared calls' hot path).
-  std::vector<const KernelCall*> live;
+  std::vector<const KernelCall*> overflow;
   void (*previous)(void*, const char*) = nullptr;
+
+  // The slot index, or kSlots for the overflow vector.
+  std::size_t add(const KernelCall* call) {
+    for (std::size_t i = 0; i < kSlots; ++i) {
+      const KernelCall* expected = nullptr;
+      if (slots[i].load(std::memory_order_relaxed) == nullptr &&
+          slots[i].compare_exchange_strong(expected, call, std::memory_order_acq_rel))
+        return i;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    overflow.push_back(call);
+    return kSlots;
+  }
+  void remove(const KernelCall* call, std::size_t slot) {
+    if (slot < kSlots) {
+      slots[slot].store(nullptr, std::memory_order_release);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = std::find(overflow.begin(), overflow.end(), call);
+    if (it != overflow.end()) {
+      *it = overflow.back();
+      overflow.pop_back();
+    }
+  }
+  // Whether `p` is a live call (the caller holds mu).
+  bool live(const void* p) const {
+    for (const auto& s : slots)
+      if (s.load(std::memory_order_acquire) == p) return true;
+    return std::find(overflow.begin(), overflow.end(), p) != overflow.end();
+  }
 };
 
 ErrorRouting& routing() {
@@ -41,9 +75,8 @@ void on_halide_error(void* user_context, const char* message) {
   ErrorRouting& r = routing();
   {
     std::lock_guard<std::mutex> lock(r.mu);
-    auto it = std::find(r.live.begin(), r.live.end(), static_cast<const KernelCall*>(user_context));
-    if (it != r.live.end()) {
-      const_cast<KernelCall*>(*it)->append(message);
+    if (user_context && r.live(user_context)) {
+      static_cast<KernelCall*>(user_context)->append(message);
       return;
     }
   }
@@ -73,19 +106,10 @@ void forget_last_kernel_called() { last_called = nullptr; }
 KernelCall::KernelCall(const KernelEntry& kernel) : kernel_(kernel) {
   last_called = &kernel;
   install_handlers();
-  std::lock_guard<std::mutex> lock(routing().mu);
-  routing().live.push_back(this);
+  slot_ = routing().add(this);
 }
 
-KernelCall::~KernelCall() {
-  std::lock_guard<std::mutex> lock(routing().mu);
-  std::vector<const KernelCall*>& live = routing().live;
-  auto it = std::find(live.begin(), live.end(), this);
-  if (it != live.end()) {
-    *it = live.back();
-    live.pop_back();
-  }
-}
+KernelCall::~KernelCall() { routing().remove(this, slot_); }
 
 void KernelCall::append(const char* message) {
   // Under the routing lock: pool threads may report concurrently.

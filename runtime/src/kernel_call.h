@@ -34,6 +34,7 @@ class KernelCall {
 
  private:
   const KernelEntry& kernel_;
+  std::size_t slot_;  // where it is registered for the error handler
   std::string message_;
 };
 
