@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include "reference/broadcast.h"
 #include "reference/codecs.h"
@@ -22,20 +24,37 @@ struct Operands {
   int64_t b(int64_t kk, int64_t j) const { return tb ? j * k + kk : kk * n + j; }
 };
 
+// op(A) as M rows of K and op(B) as N columns of K, each element decoded once (float_at: exact, so
+// the values are those the sums would decode element by element), for float_dot's sequential reads.
+template <class Acc>
+struct DecodedOperands {
+  std::vector<Acc> a_rows, b_cols;
+  DecodedOperands(const Tensor& a, const Tensor& b, const Operands& o)
+      : a_rows(static_cast<std::size_t>(o.m * o.k)), b_cols(static_cast<std::size_t>(o.n * o.k)) {
+    for (int64_t i = 0; i < o.m; ++i)
+      for (int64_t k = 0; k < o.k; ++k)
+        a_rows[i * o.k + k] =
+            static_cast<Acc>(float_at(a, o.a(i, k)));  // narrow floats widen exactly
+    for (int64_t j = 0; j < o.n; ++j)
+      for (int64_t k = 0; k < o.k; ++k)
+        b_cols[j * o.k + k] = static_cast<Acc>(float_at(b, o.b(k, j)));
+  }
+};
+
 // Float K sum of row i / column j under the contract, in accumulation type Acc (float or double),
 // from an exact +0, k ascending.
 template <class Acc>
-Acc float_dot(const Tensor& a, const Tensor& b, const Operands& o, int64_t i, int64_t j,
+Acc float_dot(const DecodedOperands<Acc>& d, const Operands& o, int64_t i, int64_t j,
               FloatContract contract) {
+  const Acc* x = d.a_rows.data() + i * o.k;
+  const Acc* w = d.b_cols.data() + j * o.k;
   Acc acc = 0;
   for (int64_t k = 0; k < o.k; ++k) {
-    const Acc x = static_cast<Acc>(float_at(a, o.a(i, k)));  // exact: narrow floats widen exactly
-    const Acc w = static_cast<Acc>(float_at(b, o.b(k, j)));
     if (contract == FloatContract::kFma) {
-      acc = std::fma(x, w, acc);
+      acc = std::fma(x[k], w[k], acc);
     } else {
-      const Acc p = x * w;  // one rounding (the build forbids contraction)
-      acc = acc + p;        // one rounding
+      const Acc p = x[k] * w[k];  // one rounding (the build forbids contraction)
+      acc = acc + p;              // one rounding
     }
   }
   return acc;
@@ -185,12 +204,18 @@ Tensor gemm(const GemmArgs& args) {
     default:
       break;
   }
+  std::optional<DecodedOperands<double>> d64;
+  std::optional<DecodedOperands<float>> d32;
+  if (a.dtype == DType::kFloat64)
+    d64.emplace(a, b, o);
+  else
+    d32.emplace(a, b, o);
   for (int64_t i = 0; i < p.m; ++i) {
     for (int64_t j = 0; j < p.n; ++j) {
       const int64_t out = i * p.n + j;
       if (a.dtype == DType::kFloat64) {
         // float64: sum and epilogue in float64; alpha, beta are float32 values widened exactly.
-        const double d = float_dot<double>(a, b, o, i, j, args.contract);
+        const double d = float_dot(*d64, o, i, j, args.contract);
         double v = d * static_cast<double>(args.alpha);
         if (use_c)
           v = v + float_at(*args.c, i * sc[0] + j * sc[1]) * static_cast<double>(args.beta);
@@ -199,7 +224,7 @@ Tensor gemm(const GemmArgs& args) {
         // float16 / bfloat16 / float32: float32 sum (products of narrow floats are exact in
         // float32, so both contracts agree for them); d rounded to T; epilogue in float32; one
         // final rounding to T.
-        const float d = round_to(a.dtype, float_dot<float>(a, b, o, i, j, args.contract));
+        const float d = round_to(a.dtype, float_dot(*d32, o, i, j, args.contract));
         float v = d * args.alpha;
         if (use_c) {
           const float cb = static_cast<float>(float_at(*args.c, i * sc[0] + j * sc[1])) * args.beta;
