@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "mmtune/mmtune.h"
+#include "runtime/host/thread_pool.h"
+#include "runtime/src/dispatch.h"
 #include "runtime/src/kernel_call.h"
 #include "runtime/src/prepack.h"
 
@@ -29,6 +31,63 @@ struct Chosen {
 Chosen choose_for_call(const std::function<KernelIdentity()>& plain, const PackedB::Impl* packed,
                        int64_t m, int64_t n, int64_t k, const std::vector<BufferShape>& buffers,
                        DType b_type, const char* b_name, DispatchInfo* info);
+
+// A plain call's last choices on this thread, for one operator. Without a PackedB the kernel
+// depends on what of the call the operator's identity and buffers read (`OpKey`: its types and
+// modes), M, N and K, the pool's thread count and the allowed level, nothing else: a call that
+// repeats them takes the kernel chosen before, without building its identity or searching the
+// levels (about 2 us of a 3 us float32 Gemm call at 64^3). A call with a DispatchInfo chooses
+// afresh (its reason is built on the way); a choice is remembered only if the level and the
+// thread count did not change while it was made (another thread's set_max_kernel_target or
+// set_num_threads).
+template <class OpKey>
+class ChoiceMemo {
+ public:
+  struct Key {
+    OpKey op;
+    int64_t m, n, k;
+    int threads;
+    std::size_t level;
+    bool operator==(const Key& o) const {
+      return op == o.op && m == o.m && n == o.n && k == o.k && threads == o.threads &&
+             level == o.level;
+    }
+  };
+  const Chosen* find(const Key& key) const {
+    for (const Entry& e : entries_)
+      if (e.used && e.key == key) return &e.chosen;
+    return nullptr;
+  }
+  void remember(const Key& key, const Chosen& chosen) {
+    entries_[next_] = {true, key, chosen};
+    next_ = (next_ + 1) % kEntries;
+  }
+
+ private:
+  static constexpr std::size_t kEntries = 8;
+  struct Entry {
+    bool used = false;
+    Key key{};
+    Chosen chosen;
+  };
+  Entry entries_[kEntries];
+  std::size_t next_ = 0;
+};
+
+// The plain choice (no PackedB) `choose()` makes, through this thread's memo for `OpKey`.
+template <class OpKey, class Choose>
+Chosen remembered_choice(const OpKey& op, int64_t m, int64_t n, int64_t k, DispatchInfo* info,
+                         Choose&& choose) {
+  const std::size_t level = allowed_level_or_invalid();
+  if (info || level == kInvalidLevel) return choose();  // kInvalidLevel: choose() throws
+  thread_local ChoiceMemo<OpKey> memo;
+  const typename ChoiceMemo<OpKey>::Key key{op, m, n, k, host::pool_threads(), level};
+  if (const Chosen* c = memo.find(key)) return *c;
+  const Chosen chosen = choose();
+  if (allowed_level_or_invalid() == level && host::pool_threads() == key.threads)
+    memo.remember(key, chosen);
+  return chosen;
+}
 
 // Gemm: plan = validate_gemm(args), M, N and K not 0.
 Chosen choose_gemm(const GemmArgs& args, const GemmPlan& plan, const PackedB::Impl* packed,

@@ -18,62 +18,6 @@
 namespace mmtune::runtime {
 namespace {
 
-// The plain calls' last choices on this thread. Without a PackedB the kernel depends on the type,
-// the effective contract, M, N and K (the canonical identity and the buffers' sizes), the pool's
-// thread count and the allowed level, nothing else: a call that repeats them takes the kernel
-// chosen before, without building its identity or searching the levels (about 2 us of a 3 us call
-// at 64^3). With a DispatchInfo the choice is made again (its reason is built on the way).
-class GemmChoiceMemo {
- public:
-  struct Key {
-    DType t;
-    FloatContract contract;
-    int64_t m, n, k;
-    int threads;
-    std::size_t level;
-    bool operator==(const Key& o) const {
-      return t == o.t && contract == o.contract && m == o.m && n == o.n && k == o.k &&
-             threads == o.threads && level == o.level;
-    }
-  };
-  const Chosen* find(const Key& key) const {
-    for (const Entry& e : entries_)
-      if (e.used && e.key == key) return &e.chosen;
-    return nullptr;
-  }
-  void remember(const Key& key, const Chosen& chosen) {
-    entries_[next_] = {true, key, chosen};
-    next_ = (next_ + 1) % kEntries;
-  }
-
- private:
-  static constexpr std::size_t kEntries = 8;
-  struct Entry {
-    bool used = false;
-    Key key{};
-    Chosen chosen;
-  };
-  Entry entries_[kEntries];
-  std::size_t next_ = 0;
-};
-
-Chosen choose_plain_gemm(const GemmArgs& args, const GemmPlan& plan, DispatchInfo* info) {
-  const std::size_t level = allowed_level_or_invalid();
-  if (info || level == kInvalidLevel) return choose_gemm(args, plan, nullptr, info);
-  thread_local GemmChoiceMemo memo;
-  const GemmChoiceMemo::Key key{args.a->dtype, effective_contract(args.a->dtype, args.contract),
-                                plan.m,        plan.n,
-                                plan.k,        host::pool_threads(),
-                                level};
-  if (const Chosen* c = memo.find(key)) return *c;
-  const Chosen chosen = choose_gemm(args, plan, nullptr, nullptr);
-  // Remembered only if the level and the thread count did not change while it was chosen (another
-  // thread's set_max_kernel_target or set_num_threads).
-  if (allowed_level_or_invalid() == level && host::pool_threads() == key.threads)
-    memo.remember(key, chosen);
-  return chosen;
-}
-
 Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo* info) {
   const GemmPlan plan = validate_gemm(args);  // the reference's checks and messages
   DispatchInfo local;
@@ -90,8 +34,7 @@ Tensor run_gemm(const GemmArgs& args, const PackedB::Impl* packed, DispatchInfo*
     out = {"reference", "K is 0 (an empty sum): the reference computes it"};
     return mmtune::gemm(args);
   }
-  const Chosen chosen =
-      packed ? choose_gemm(args, plan, packed, info) : choose_plain_gemm(args, plan, info);
+  const Chosen chosen = choose_gemm(args, plan, packed, info);
   if (!chosen.kernel) return mmtune::gemm(args);
 
   Tensor long_zero_c;  // a row of zeros where it does not fit the shared ones
@@ -126,15 +69,27 @@ std::string gemm_packing_key(const GemmArgs& args) {
 Chosen choose_gemm(const GemmArgs& args, const GemmPlan& plan, const PackedB::Impl* packed,
                    DispatchInfo* info) {
   const DType t = args.a->dtype;
-  const Shape c_shape = args.c ? args.c->shape : Shape{};
-  std::vector<BufferShape> buffers = {
-      {{plan.m, plan.k}, t}, {{plan.k, plan.n}, t}, {c_shape, t}, {{plan.m, plan.n}, t}};
-  GemmArgs canon = args;
-  const Tensor zero_c(t, {});
-  canon.trans_a = canon.trans_b = false;
-  if (!canon.c) canon.c = &zero_c;
-  return choose_for_call([&] { return gemm_identity(canon); }, packed, plan.m, plan.n, plan.k,
-                         buffers, t, "B", info);
+  auto choose = [&] {
+    const Shape c_shape = args.c ? args.c->shape : Shape{};
+    std::vector<BufferShape> buffers = {
+        {{plan.m, plan.k}, t}, {{plan.k, plan.n}, t}, {c_shape, t}, {{plan.m, plan.n}, t}};
+    GemmArgs canon = args;
+    const Tensor zero_c(t, {});
+    canon.trans_a = canon.trans_b = false;
+    if (!canon.c) canon.c = &zero_c;
+    return choose_for_call([&] { return gemm_identity(canon); }, packed, plan.m, plan.n, plan.k,
+                           buffers, t, "B", info);
+  };
+  if (packed) return choose();
+  // The canonical identity reads the type and the effective contract; C never exceeds Y, so its
+  // buffer check is Y's.
+  struct Key {
+    DType t;
+    FloatContract contract;
+    bool operator==(const Key& o) const { return t == o.t && contract == o.contract; }
+  };
+  return remembered_choice(Key{t, effective_contract(t, args.contract)}, plan.m, plan.n, plan.k,
+                           info, choose);
 }
 
 Tensor gemm(const GemmArgs& args, DispatchInfo* info) { return run_gemm(args, nullptr, info); }

@@ -61,13 +61,30 @@ std::string qgemm_packing_key(const QGemmArgs& args) {
 
 Chosen choose_qgemm(const QGemmArgs& args, const QGemmPlan& plan, const PackedB::Impl* packed,
                     DispatchInfo* info) {
-  const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
-  const QGemmArgs canon = canonical(args, one);
-  std::vector<BufferShape> buffers = {{{plan.m, plan.k}, args.a->dtype},
-                                      {{plan.k, plan.n}, args.b->dtype},
-                                      {{plan.m, plan.n}, plan.out_dtype}};
-  return choose_for_call([&] { return qgemm_identity(canon); }, packed, plan.m, plan.n, plan.k,
-                         buffers, args.b->dtype, "B", info);
+  auto choose = [&] {
+    const Tensor one = Tensor::from<float>(DType::kFloat32, {}, {1.0f});
+    const QGemmArgs canon = canonical(args, one);
+    std::vector<BufferShape> buffers = {{{plan.m, plan.k}, args.a->dtype},
+                                        {{plan.k, plan.n}, args.b->dtype},
+                                        {{plan.m, plan.n}, plan.out_dtype}};
+    return choose_for_call([&] { return qgemm_identity(canon); }, packed, plan.m, plan.n, plan.k,
+                           buffers, args.b->dtype, "B", info);
+  };
+  if (packed) return choose();
+  // What the identity and the buffers read (no y_zero_point: a float32 output).
+  struct Key {
+    DType a, b;
+    bool quantized_y, y_scale;
+    DType y;
+    bool operator==(const Key& o) const {
+      return a == o.a && b == o.b && quantized_y == o.quantized_y && y_scale == o.y_scale &&
+             y == o.y;
+    }
+  };
+  const bool quantized_y = args.y_zero_point != nullptr;
+  return remembered_choice(Key{args.a->dtype, args.b->dtype, quantized_y, args.y_scale != nullptr,
+                               quantized_y ? args.y_zero_point->dtype : DType::kFloat32},
+                           plan.m, plan.n, plan.k, info, choose);
 }
 
 Tensor qgemm(const QGemmArgs& args, DispatchInfo* info) {

@@ -53,13 +53,27 @@ std::string qlinear_matmul_packing_key(const QLinearMatMulArgs& args) {
 Chosen choose_qlinear_matmul(const QLinearMatMulArgs& args, const QLinearMatMulPlan& plan,
                              const PackedB::Impl* packed, DispatchInfo* info) {
   const MatMulShape& s = plan.shape;
-  std::vector<BufferShape> buffers = {{{s.m, s.k}, args.a->dtype},
-                                      {{s.k, s.n}, args.b->dtype},
-                                      {{s.m, s.n}, plan.out_dtype},
-                                      {{s.m}, DType::kFloat32},
-                                      {{s.n}, DType::kFloat32}};
-  return choose_for_call([&] { return qlinear_matmul_identity(args); }, packed, s.m, s.n, s.k,
-                         buffers, args.b->dtype, "b", info);
+  auto choose = [&] {
+    std::vector<BufferShape> buffers = {{{s.m, s.k}, args.a->dtype},
+                                        {{s.k, s.n}, args.b->dtype},
+                                        {{s.m, s.n}, plan.out_dtype},
+                                        {{s.m}, DType::kFloat32},
+                                        {{s.n}, DType::kFloat32}};
+    return choose_for_call([&] { return qlinear_matmul_identity(args); }, packed, s.m, s.n, s.k,
+                           buffers, args.b->dtype, "b", info);
+  };
+  if (packed) return choose();
+  // What the identity and the buffers read (the output's type is y_zero_point's).
+  struct Key {
+    DType a, b, y, scale;
+    RequantMode requant;
+    bool operator==(const Key& o) const {
+      return a == o.a && b == o.b && y == o.y && scale == o.scale && requant == o.requant;
+    }
+  };
+  return remembered_choice(Key{args.a->dtype, args.b->dtype, args.y_zero_point->dtype,
+                               args.a_scale->dtype, args.requant},
+                           s.m, s.n, s.k, info, choose);
 }
 
 Tensor qlinear_matmul(const QLinearMatMulArgs& args, DispatchInfo* info) {

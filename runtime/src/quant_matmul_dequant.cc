@@ -73,14 +73,38 @@ std::string quant_matmul_dequant_packing_key(const QuantMatmulDequantArgs& args)
 Chosen choose_quant_matmul_dequant(const QuantMatmulDequantArgs& args,
                                    const QuantMatmulDequantPlan& plan, const PackedB::Impl* packed,
                                    DispatchInfo* info) {
-  // The identity's bias and weight layout are the canonical call's (a bias present, (K, N)).
-  const Tensor zero_bias(DType::kInt32, {1});
-  const QuantMatmulDequantArgs canon = kn_weight_with_bias(args, zero_bias);
-  const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, DType::kFloat16},
-                                            {{plan.k, plan.n}, DType::kInt8},
-                                            {{plan.m, plan.n}, DType::kFloat16}};
-  return choose_for_call([&] { return quant_matmul_dequant_identity(canon); }, packed, plan.m,
-                         plan.n, plan.k, buffers, DType::kInt8, "weight", info);
+  auto choose = [&] {
+    // The identity's bias and weight layout are the canonical call's (a bias present, (K, N)).
+    const Tensor zero_bias(DType::kInt32, {1});
+    const QuantMatmulDequantArgs canon = kn_weight_with_bias(args, zero_bias);
+    const std::vector<BufferShape> buffers = {{{plan.m, plan.k}, DType::kFloat16},
+                                              {{plan.k, plan.n}, DType::kInt8},
+                                              {{plan.m, plan.n}, DType::kFloat16}};
+    return choose_for_call([&] { return quant_matmul_dequant_identity(canon); }, packed, plan.m,
+                           plan.n, plan.k, buffers, DType::kInt8, "weight", info);
+  };
+  if (packed) return choose();
+  // Every part of the call the identity reads (the weight's layout and the bias too, which the
+  // canonical call fixes: a key finer than the identity only keeps more entries).
+  struct Key {
+    bool transpose_weight, bias, weight_scale, x_scale, per_token, smooth;
+    DType weight_scale_type, x_scale_type;
+    bool operator==(const Key& o) const {
+      return transpose_weight == o.transpose_weight && bias == o.bias &&
+             weight_scale == o.weight_scale && x_scale == o.x_scale && per_token == o.per_token &&
+             smooth == o.smooth && weight_scale_type == o.weight_scale_type &&
+             x_scale_type == o.x_scale_type;
+    }
+  };
+  const Key key{args.transpose_weight,
+                args.bias != nullptr,
+                args.weight_scale != nullptr,
+                args.x_scale != nullptr,
+                args.x_quant_mode == XQuantMode::kPerToken,
+                args.smooth_scale != nullptr,
+                args.weight_scale ? args.weight_scale->dtype : DType::kFloat32,
+                args.x_scale ? args.x_scale->dtype : DType::kFloat32};
+  return remembered_choice(key, plan.m, plan.n, plan.k, info, choose);
 }
 
 Tensor quant_matmul_dequant(const QuantMatmulDequantArgs& args, DispatchInfo* info) {

@@ -6,12 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -417,6 +419,47 @@ TEST(HalideErrors, MappedToKernelErrorNamingTheKernel) {
   args.a = &a;
   args.b = &b;
   EXPECT_TRUE(testing::bit_equal(gemm(args), runtime::gemm(args)));
+}
+
+// Each live kernel call gets the messages raised with its user context and no other's, however many
+// are live at once: more than the error routing's lock-free slots (64), so that the calls beyond
+// them take its locked list; calls ending in any order free their places for later ones.
+TEST(HalideErrors, ManyLiveCallsEachGetTheirOwnMessages) {
+  const KernelEntry* k = linked_f32_kernel();
+  if (!k) GTEST_SKIP() << "this build has no float32 Gemm kernel";
+  std::vector<std::unique_ptr<runtime::KernelCall>> calls;
+  std::vector<std::string> marks;
+  auto open = [&](std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+      calls.push_back(std::make_unique<runtime::KernelCall>(*k));
+      marks.push_back("mark " + std::to_string(marks.size()));
+    }
+  };
+  auto expect_own_messages = [&] {
+    for (std::size_t i = 0; i < calls.size(); ++i)
+      if (calls[i]) halide_error(calls[i]->user_context(), marks[i].c_str());
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      if (!calls[i]) continue;
+      try {
+        calls[i]->check(-1);
+        ADD_FAILURE() << "check(-1) did not throw";
+      } catch (const KernelError& e) {
+        const std::string what = e.what();
+        const std::string tail = "): " + marks[i];
+        EXPECT_EQ(what.substr(what.size() - std::min(what.size(), tail.size())), tail) << what;
+      }
+    }
+  };
+  open(100);
+  expect_own_messages();
+  for (std::size_t i = 0; i < calls.size(); i += 3) calls[i].reset();  // ended, out of order
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    if (calls[i]) {
+      calls[i] = std::make_unique<runtime::KernelCall>(*k);  // a fresh message
+      marks[i] += " again";
+    }
+  open(40);
+  expect_own_messages();
 }
 
 // ---- Threads ----

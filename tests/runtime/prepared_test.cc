@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "mmtune/mmtune.h"
@@ -21,6 +22,8 @@
 #include "reference/qgemm.h"
 #include "reference/qlinear_matmul.h"
 #include "reference/quant_matmul_dequant.h"
+#include "runtime/host/cpu_features.h"
+#include "runtime/src/kernel_call.h"
 #include "tests/runtime/runtime_support.h"
 #include "tests/support/test_support.h"
 #include "tests/variants/variant_support.h"
@@ -599,6 +602,111 @@ TEST(PreparedQuantMatmulDequant, NoKernelAndBadRunsAreRefusedOrExact) {
   const std::string message = refused([&] { runtime::prepare_quant_matmul_dequant(bad); });
   EXPECT_NE(message.find("QuantMatmulDequant"), std::string::npos) << message;
   EXPECT_NE(message.find("weight"), std::string::npos) << message;
+}
+
+// The plain quantized calls without a DispatchInfo remember their choices per thread, as the plain
+// Gemm call does (calls.h, remembered_choice): keyed by what each operator's identity reads, M, N,
+// K, the pool's thread count and the allowed level. At every level this CPU runs and `none`, at 1,
+// 2 and 1 threads, calls of each operator's variants (types, scale types, requantization modes,
+// output kinds, weight layouts) follow one another on each shape, so that a key missing one of
+// them would hand a variant another's kernel: each plain call (twice, the second from the memo)
+// runs the kernel a call with a DispatchInfo names, and computes the same bits.
+TEST(PlainCalls, QuantizedCallsFollowTheThreadCountAndTheLevel) {
+  if (runtime::kernel_target() == "none") GTEST_SKIP() << "this build has no kernels";
+  std::mt19937_64 rng(testing::variant_seed() + 19);
+  std::vector<std::string> caps;
+  for (const runtime::KernelLevel& l : runtime::kernel_levels())
+    if (l.target == "none" || !cpu_cannot_run(l.target)) caps.push_back(l.target);
+  struct Call {
+    std::string name;
+    std::function<Tensor(DispatchInfo*)> run;
+  };
+  struct Shape3 {
+    int64_t m, n, k;
+  };
+  const std::vector<Shape3> shapes = {{1, 300, 200}, {16, 64, 64}, {100, 65, 129}};
+  int calls = 0, on_kernels = 0;
+  const int previous = set_num_threads(1);
+  for (const Shape3& sh : shapes) {
+    // The operands of every variant on this shape (kept alive for the calls).
+    std::vector<std::shared_ptr<void>> keep;
+    std::vector<Call> variants;
+    for (const auto& [ta, tb, ty, st, mode] :
+         std::vector<std::tuple<DType, DType, DType, DType, RequantMode>>{
+             {DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, RequantMode::kFloat32},
+             {DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat32, RequantMode::kFloat64},
+             {DType::kInt8, DType::kInt8, DType::kInt8, DType::kFloat32, RequantMode::kFloat32},
+             {DType::kUInt8, DType::kInt8, DType::kInt8, DType::kFloat32, RequantMode::kFloat32},
+             {DType::kUInt8, DType::kInt8, DType::kUInt8, DType::kFloat16,
+              RequantMode::kFloat32}}) {
+      testing::QlmCase qc;
+      qc.name = "plain";
+      qc.a = {sh.m, sh.k};
+      qc.b = {sh.k, sh.n};
+      qc.b_param = {sh.n};
+      auto in = std::make_shared<testing::QlmInputs>(
+          testing::make_qlinear_matmul_inputs(ta, tb, ty, st, qc, rng));
+      keep.push_back(in);
+      const QLinearMatMulArgs args = in->args(mode);
+      variants.push_back(
+          {std::string("QLinearMatMul ") + dtype_name(ta) + "," + dtype_name(tb) + "," +
+               dtype_name(ty) + " scales " + dtype_name(st) + " requant " + to_string(mode),
+           [args](DispatchInfo* info) { return runtime::qlinear_matmul(args, info); }});
+    }
+    for (const auto& [ta, tb, ty] :
+         std::vector<std::array<DType, 3>>{{DType::kUInt8, DType::kInt8, DType::kFloat32},
+                                           {DType::kUInt8, DType::kInt8, DType::kUInt8},
+                                           {DType::kInt8, DType::kInt8, DType::kInt8},
+                                           {DType::kUInt8, DType::kUInt8, DType::kFloat32}}) {
+      std::shared_ptr<QGemmCall> q =
+          qgemm_call(ta, tb, ty, sh.m, sh.n, sh.k, false, false, {sh.n}, true, true, rng);
+      keep.push_back(q);
+      variants.push_back(
+          {std::string("QGemm ") + dtype_name(ta) + "," + dtype_name(tb) + "," + dtype_name(ty),
+           [q](DispatchInfo* info) { return runtime::qgemm(q->args, info); }});
+    }
+    for (const bool smooth : {false, true}) {
+      for (const bool transpose : {true, false}) {
+        const tune::QmdCase c{"plain", sh.m, sh.n, sh.k, tune::QmdData::kRandom};
+        auto in = std::make_shared<tune::QmdInputs>(tune::make_quant_matmul_dequant_inputs(
+            {tune::QmdMode::kDynamic, smooth, /*bias=*/true, transpose}, c, rng));
+        keep.push_back(in);
+        const QuantMatmulDequantArgs args = in->args();
+        variants.push_back(
+            {"QuantMatmulDequant smooth=" + std::to_string(smooth) +
+                 " transpose_weight=" + std::to_string(transpose),
+             [args](DispatchInfo* info) { return runtime::quant_matmul_dequant(args, info); }});
+      }
+    }
+    for (const std::string& cap : caps) {
+      const testing::LevelCap capped(cap);
+      for (const int threads : {1, 2, 1}) {
+        set_num_threads(threads);
+        for (const Call& v : variants) {
+          DispatchInfo info;
+          const Tensor explained = v.run(&info);
+          for (int repeat = 0; repeat < 2; ++repeat) {
+            runtime::forget_last_kernel_called();
+            const Tensor y = v.run(nullptr);
+            const runtime::KernelEntry* ran = runtime::last_kernel_called();
+            const std::string where = v.name + " " + std::to_string(sh.m) + "x" +
+                                      std::to_string(sh.n) + "x" + std::to_string(sh.k) + " at " +
+                                      cap + ", " + std::to_string(threads) + " thread(s), call " +
+                                      std::to_string(repeat + 1);
+            EXPECT_EQ(ran ? std::string(ran->name) : "reference", info.kernel)
+                << where << ": " << info.reason;
+            EXPECT_TRUE(testing::bit_equal(explained, y, where));
+            ++calls;
+            on_kernels += ran != nullptr;
+          }
+        }
+      }
+    }
+  }
+  set_num_threads(previous);
+  EXPECT_GT(on_kernels, 0);
+  std::cout << "[plain] " << calls << " quantized plain calls without a DispatchInfo ("
+            << on_kernels << " on kernels) ran the kernel an explained call names\n";
 }
 
 }  // namespace
