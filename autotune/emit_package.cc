@@ -64,6 +64,33 @@ std::string source_dir(const std::string& command) {
   return fs::absolute(dir).lexically_normal().string();
 }
 
+// The folder of this build's generator package (mmtune-halide_generatorsConfig.cmake), for a
+// package built from this build's own source tree whose generator executable is at least as new as
+// every source it is compiled from (generators/, schedules/, reference/): the package's build then
+// imports that executable (Halide's add_halide_generator finds the package) instead of compiling
+// the generators again, about 40 s of an emit without a compiler cache. It is the executable the
+// build's own kernels came from, compiled from the same objects as the JIT that tuned and gated
+// the package's kernels. "" otherwise (another tree, a generator not built or older than a
+// source): the package compiles its own.
+std::string reusable_generators(const std::string& source) {
+  std::error_code ec;
+  if (fs::absolute(MMTUNE_SOURCE_DIR).lexically_normal() != fs::path(source)) return "";
+  const fs::path exe = MMTUNE_GENERATOR_EXE, dir = MMTUNE_GENERATORS_PACKAGE_DIR;
+  if (!fs::is_regular_file(exe, ec) ||
+      !fs::is_regular_file(dir / "mmtune-halide_generatorsConfig.cmake", ec))
+    return "";
+  const auto built = fs::last_write_time(exe, ec);
+  if (ec) return "";
+  for (const char* sub : {"generators", "schedules", "reference"}) {
+    for (fs::recursive_directory_iterator it(fs::path(source) / sub, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      if (it->is_regular_file(ec) && it->last_write_time(ec) > built) return "";
+    }
+    if (ec) return "";
+  }
+  return dir.string();
+}
+
 }  // namespace
 
 std::vector<std::string> best_level_first(std::vector<std::string> targets) {
@@ -157,13 +184,18 @@ void emit_package(const PackageRequest& request) {
   for (const auto& [key, value] : recorded) {
     if (*value != '\0') configure.push_back(std::string("-D") + key + "=" + value);
   }
+  const std::string generators = reusable_generators(source);
+  if (!generators.empty()) configure.push_back("-Dmmtune-halide_generators_DIR=" + generators);
   std::ostringstream what;
   what << "configuring " << source << " with " << request.databases.size() << " tuned database"
        << (request.databases.size() == 1 ? "" : "s") << " (MMTUNE_DATABASE, best level first)";
   step(what.str(), "configure", configure);
   const long cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
-  step("building the kernels, the Halide runtime and libmmtune_kernels.a", "build",
-       {cmake, "--build", build.string(), "--parallel", std::to_string(cores)});
+  step(std::string("building the kernels") +
+           (generators.empty() ? " (the generators compiled first)"
+                               : " (with this build's generator executable)") +
+           ", the Halide runtime and libmmtune_kernels.a",
+       "build", {cmake, "--build", build.string(), "--parallel", std::to_string(cores)});
   step("installing into " + staged.string(), "install",
        {cmake, "--install", build.string(), "--prefix", staged.string()});
 
