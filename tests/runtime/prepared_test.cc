@@ -704,7 +704,14 @@ TEST(PlainCalls, QuantizedCallsFollowTheThreadCountAndTheLevel) {
     }
   }
   set_num_threads(previous);
-  EXPECT_GT(on_kernels, 0);
+  // A build with quantized kernels ran some of them (the SSE4.1 build has none: every call above
+  // took the reference, the memo's choice too).
+  bool quantized_linked = false;
+  for (const runtime::KernelInfo& k : runtime::linked_kernel_infos())
+    quantized_linked |= k.op != "Gemm";
+  if (quantized_linked) {
+    EXPECT_GT(on_kernels, 0);
+  }
   std::cout << "[plain] " << calls << " quantized plain calls without a DispatchInfo ("
             << on_kernels << " on kernels) ran the kernel an explained call names\n";
 }
